@@ -1,0 +1,21 @@
+// `logrelay check`: every plugin built without binding, opening or connecting; every error printed.
+
+import type { Config } from './config/schema.js';
+import { errorMessage } from './core/errors.js';
+import { createLogger } from './core/log.js';
+import { BuildError, buildPipeline } from './worker/pipeline.js';
+
+/** Every build error of every pipeline, as `pipeline <name>: <error>`. */
+export function checkPipelines(config: Config): string[] {
+  const log = createLogger('silent', { write() {} });
+  const errors: string[] = [];
+  for (const p of config.pipelines) {
+    try {
+      buildPipeline(p, { log, checkOnly: true, debug: false });
+    } catch (err) {
+      const list = err instanceof BuildError ? err.errors : [errorMessage(err)];
+      for (const e of list) errors.push(`pipeline ${p.name}: ${e}`);
+    }
+  }
+  return errors;
+}

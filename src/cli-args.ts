@@ -1,0 +1,58 @@
+// Splits the command line into sade's part and the `--dotted.key=value` configuration
+// overrides, typed by the schema. Faults are usage errors (exit 2).
+
+import { ARRAY_PATHS, SCALAR_PATHS } from './config/load.js';
+import { parseScalar } from './config/spec.js';
+import { errorMessage, UsageError } from './core/errors.js';
+
+/** Options that belong to the commands themselves, not to the configuration. */
+const COMMAND_OPTIONS = new Set(['c', 'config', 'h', 'help', 'v', 'version', 'ca', 'cert', 'key']);
+
+export interface SplitArgs {
+  readonly rest: string[];
+  readonly overrides: Map<string, string | number | boolean>;
+}
+
+export function splitArgs(argv: readonly string[]): SplitArgs {
+  const rest: string[] = [];
+  const overrides = new Map<string, string | number | boolean>();
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    if (arg === '--') {
+      rest.push(...argv.slice(i));
+      break;
+    }
+    if (!arg.startsWith('--')) {
+      rest.push(arg);
+      continue;
+    }
+    const eq = arg.indexOf('=');
+    const key = arg.slice(2, eq < 0 ? undefined : eq);
+    if (COMMAND_OPTIONS.has(key)) {
+      rest.push(arg);
+      continue;
+    }
+    const parts = key.split('.');
+    for (let n = 1; n < parts.length; n++) {
+      const prefix = parts.slice(0, n).join('.');
+      if (ARRAY_PATHS.has(prefix)) throw new UsageError(`--${key}: keys inside arrays (${prefix}) cannot be set from the command line`);
+    }
+    const spec = SCALAR_PATHS.get(key);
+    if (!spec) throw new UsageError(`unknown option --${key}`);
+    let raw: string;
+    if (eq >= 0) raw = arg.slice(eq + 1);
+    else if (spec.t === 'boolean' && !['true', 'false'].includes(argv[i + 1] ?? '')) raw = 'true';
+    else {
+      const next = argv[i + 1];
+      if (next === undefined) throw new UsageError(`--${key} needs a value`);
+      raw = next;
+      i++;
+    }
+    try {
+      overrides.set(key, parseScalar(spec, raw));
+    } catch (err) {
+      throw new UsageError(`--${key}: ${errorMessage(err)}`);
+    }
+  }
+  return { rest, overrides };
+}

@@ -1,0 +1,92 @@
+// Command line (DESIGN.md §2): run (default), check, tail. The process is the cluster primary itself.
+
+import { readFileSync } from 'node:fs';
+import sade from 'sade';
+import { splitArgs } from './cli-args.js';
+import { checkPipelines } from './check.js';
+import { loadConfig, type Overrides } from './config/load.js';
+import type { Config } from './config/schema.js';
+import { ConfigError, errorMessage, UsageError } from './core/errors.js';
+import { EXIT_CONFIG, runPrimary } from './primary/run.js';
+
+const EXIT_USAGE = 2;
+const COMMANDS = ['run', 'check', 'tail'];
+
+const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
+
+function fail(code: number, message: string): never {
+  process.stderr.write(`logrelay: ${message}\n`);
+  process.exit(code);
+}
+
+function load(file: string | undefined, flags: Overrides): Config {
+  return loadConfig({ file, env: process.env, flags });
+}
+
+function main(argv: string[]): void {
+  let split: ReturnType<typeof splitArgs>;
+  try {
+    split = splitArgs(argv.slice(2));
+  } catch (err) {
+    fail(EXIT_USAGE, errorMessage(err));
+  }
+  const { rest, overrides } = split;
+  const first = rest[0];
+  if (first !== undefined && !first.startsWith('-') && !COMMANDS.includes(first)) fail(EXIT_USAGE, `unknown command ${first} (try --help)`);
+
+  const prog = sade('logrelay').version(pkg.version);
+  prog.option('-c, --config', 'Configuration file (TOML)');
+
+  prog
+    .command('run', 'Run the node (the default). Without a configuration, runs the demo pipeline.', { default: true })
+    .example('-c logrelay.toml --logging.level=debug')
+    .action((opts: { config?: string }) => {
+      const file = typeof opts.config === 'string' ? opts.config : undefined;
+      let config: Config;
+      try {
+        config = load(file, overrides);
+      } catch (err) {
+        if (err instanceof ConfigError) fail(EXIT_CONFIG, `configuration error: ${err.message}`);
+        throw err;
+      }
+      runPrimary({ config, file, reloadConfig: () => load(file, overrides) }).then(
+        (code) => process.exit(code),
+        (err: unknown) => fail(1, errorMessage(err)),
+      );
+    });
+
+  prog
+    .command('check', 'Validate the configuration and build every plugin without binding, opening or connecting.')
+    .example('check -c logrelay.toml')
+    .action((opts: { config?: string }) => {
+      const file = typeof opts.config === 'string' ? opts.config : undefined;
+      if (!file) fail(EXIT_USAGE, 'check needs -c FILE');
+      let config: Config;
+      try {
+        config = load(file, overrides);
+      } catch (err) {
+        if (err instanceof ConfigError) fail(EXIT_CONFIG, `configuration error: ${err.message}`);
+        throw err;
+      }
+      const errors = checkPipelines(config);
+      if (errors.length > 0) {
+        for (const e of errors) process.stderr.write(`${e}\n`);
+        process.exit(EXIT_CONFIG);
+      }
+      process.stdout.write(`configuration ok: ${config.pipelines.length} pipelines\n`);
+      process.exit(0);
+    });
+
+  // sade reports its own usage faults with exit 1; the contract says 2.
+  const exit = process.exit.bind(process);
+  process.exit = ((code?: number) => exit(code === 1 ? EXIT_USAGE : code)) as typeof process.exit;
+  try {
+    prog.parse(['node', 'logrelay', ...rest]);
+  } catch (err) {
+    fail(err instanceof UsageError ? EXIT_USAGE : 1, errorMessage(err));
+  } finally {
+    process.exit = exit;
+  }
+}
+
+main(process.argv);

@@ -1,0 +1,125 @@
+// The log entry (DESIGN.md §4) and the parsing of text and JSON lines into entries.
+
+export type Level = 'TRACE' | 'DEBUG' | 'INFO' | 'WARN' | 'ERROR' | 'FATAL';
+
+export interface Entry {
+  /** epoch milliseconds; rendered as RFC 3339 with milliseconds in every encoding */
+  time: number;
+  /** the node that first sent it over a chain link */
+  node?: string;
+  /** the producing plugin: a file's base name, `random`, `stdin`, or the upstream's source */
+  source: string;
+  level?: Level;
+  /** the text, without its line terminator */
+  message: string;
+  fields?: Record<string, unknown>;
+  /** reserved for duplicate suppression; carried on unchanged */
+  id?: string;
+}
+
+const WORD_LEVELS: Readonly<Record<string, Level>> = {
+  TRACE: 'TRACE',
+  DEBUG: 'DEBUG',
+  DBG: 'DEBUG',
+  INFO: 'INFO',
+  INF: 'INFO',
+  WARN: 'WARN',
+  WARNING: 'WARN',
+  ERROR: 'ERROR',
+  ERR: 'ERROR',
+  FATAL: 'FATAL',
+  CRITICAL: 'FATAL',
+};
+
+/** Normalises a level name (any case) or a pino/bunyan number (10–60). */
+export function normaliseLevel(value: unknown): Level | undefined {
+  if (typeof value === 'number') {
+    if (value >= 60) return 'FATAL';
+    if (value >= 50) return 'ERROR';
+    if (value >= 40) return 'WARN';
+    if (value >= 30) return 'INFO';
+    if (value >= 20) return 'DEBUG';
+    if (value >= 10) return 'TRACE';
+    return undefined;
+  }
+  if (typeof value !== 'string') return undefined;
+  return WORD_LEVELS[value.toUpperCase()];
+}
+
+const UPPER_WORD = /\b[A-Z]{3,8}\b/g;
+const LOGFMT_LEVEL = /(?:^|\s)(?:level|lvl)=("?)([A-Za-z]+)\1(?=\s|$)/i;
+
+/** Level of a plain text line: first whole upper-case word naming one, else a logfmt level= pair. */
+export function detectLevel(line: string): Level | undefined {
+  UPPER_WORD.lastIndex = 0;
+  for (let m = UPPER_WORD.exec(line); m !== null; m = UPPER_WORD.exec(line)) {
+    const level = WORD_LEVELS[m[0]];
+    if (level) return level;
+  }
+  const kv = LOGFMT_LEVEL.exec(line);
+  return kv ? normaliseLevel(kv[2]) : undefined;
+}
+
+function parseTime(value: unknown): number | undefined {
+  if (typeof value === 'number' && Number.isFinite(value)) return value;
+  if (typeof value === 'string') {
+    const t = Date.parse(value);
+    if (!Number.isNaN(t)) return t;
+  }
+  return undefined;
+}
+
+/** Turns one line into an entry: a JSON object becomes structured unless `raw`. */
+export function parseLine(line: string, source: string, now: number, raw: boolean): Entry {
+  if (!raw && line.charCodeAt(0) === 123 /* { */) {
+    let obj: unknown;
+    try {
+      obj = JSON.parse(line);
+    } catch {
+      obj = undefined;
+    }
+    if (typeof obj === 'object' && obj !== null && !Array.isArray(obj)) return fromObject(obj as Record<string, unknown>, source, now);
+  }
+  const level = detectLevel(line);
+  return level ? { time: now, source, level, message: line } : { time: now, source, message: line };
+}
+
+const MESSAGE_KEYS = ['msg', 'message'];
+const TIME_KEYS = ['time', 'ts', 'timestamp'];
+const LEVEL_KEYS = ['level', 'lvl', 'severity'];
+
+function fromObject(obj: Record<string, unknown>, source: string, now: number): Entry {
+  const entry: Entry = { time: now, source, message: '' };
+  const fields: Record<string, unknown> = {};
+  let hasFields = false;
+  let gotMessage = false;
+  let gotTime = false;
+  let gotLevel = false;
+  for (const [key, value] of Object.entries(obj)) {
+    if (!gotMessage && MESSAGE_KEYS.includes(key) && typeof value === 'string') {
+      entry.message = value;
+      gotMessage = true;
+      continue;
+    }
+    if (!gotTime && TIME_KEYS.includes(key)) {
+      const t = parseTime(value);
+      if (t !== undefined) {
+        entry.time = t;
+        gotTime = true;
+        continue;
+      }
+    }
+    if (!gotLevel && LEVEL_KEYS.includes(key)) {
+      const level = normaliseLevel(value);
+      if (level) {
+        entry.level = level;
+        gotLevel = true;
+        continue;
+      }
+    }
+    fields[key] = value;
+    hasFields = true;
+  }
+  if (hasFields) entry.fields = fields;
+  return entry;
+}

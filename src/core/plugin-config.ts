@@ -1,0 +1,23 @@
+// Validates a plugin's `config` table with the shared spec, turning faults into
+// `failed to create <kind> <id>: <key>: <reason>`.
+
+import type { PluginConfig } from '../config/schema.js';
+import { checkFields, type Fields } from '../config/spec.js';
+import { ConfigError, type PluginKind, PluginError } from './errors.js';
+
+export function pluginConfig<T>(kind: PluginKind, plugin: PluginConfig, fields: Fields): T {
+  try {
+    return checkFields(fields, plugin.config, '') as T;
+  } catch (err) {
+    if (err instanceof ConfigError) throw new PluginError(kind, plugin.id, err.path, err.message.slice(err.path.length + 2));
+    throw err;
+  }
+}
+
+/** Buffer and queue keys every sink shares. */
+export const SINK_QUEUE_FIELDS: Fields = {
+  buffer_size: { t: 'number', def: 1000, int: true, min: 1 },
+  on_full: { t: 'string', def: 'drop', oneOf: ['drop', 'block'] },
+};
+
+export const PORT = { t: 'number', required: true, int: true, min: 1, max: 65535 } as const;

@@ -1,0 +1,49 @@
+// The flow stage: rate limit → filters → format, per entry, synchronous and quiet.
+
+import type { FlowConfig } from '../config/schema.js';
+import type { Counters } from '../core/counters.js';
+import type { Entry } from '../core/entry.js';
+import type { Logger } from '../core/log.js';
+import { compileFilters, matchText, passes } from './filters.js';
+import { FORMATTERS } from './format.js';
+import { createRateLimiter, type RateLimiter } from './rate-limit.js';
+
+export interface Flow {
+  /** `total_processed`, `total_dropped`, `total_passed` */
+  readonly counters: Counters;
+  readonly rateLimiter: RateLimiter | undefined;
+  /** The formatted line, or undefined when the entry is dropped (counted). */
+  process(entry: Entry, now: number): string | undefined;
+}
+
+/** @param debugLog when given (level debug), one line per filter evaluated per entry */
+export function createFlow(cfg: FlowConfig, debugLog?: Logger): Flow {
+  const limiter = createRateLimiter(cfg.rate_limit);
+  const filters = compileFilters(cfg.filters);
+  const format = FORMATTERS[cfg.format.type];
+  const counters: Counters = { total_processed: 0, total_dropped: 0, total_passed: 0 };
+  return {
+    counters,
+    rateLimiter: limiter,
+    process(entry, now) {
+      counters.total_processed!++;
+      if (limiter && !limiter.admit(entry, now)) {
+        counters.total_dropped!++;
+        return undefined;
+      }
+      if (filters.length > 0) {
+        const text = matchText(entry);
+        for (let i = 0; i < filters.length; i++) {
+          const ok = passes(filters[i]!, text);
+          if (debugLog) debugLog.debug({ filter: i, verdict: ok ? 'pass' : 'reject' }, 'filter evaluated');
+          if (!ok) {
+            counters.total_dropped!++;
+            return undefined;
+          }
+        }
+      }
+      counters.total_passed!++;
+      return format(entry);
+    },
+  };
+}

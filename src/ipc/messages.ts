@@ -1,0 +1,38 @@
+// The tagged IPC messages between the primary and a pipeline worker: one union per direction,
+// shared by both sides, with guards. Never a message per entry.
+
+import type { LogLevel, PipelineConfig } from '../config/schema.js';
+import type { PipelineCounters } from '../core/counters.js';
+import type { SourcePositions } from '../sources/types.js';
+
+/** Positions of a whole pipeline: source id → file path → position. */
+export type PipelinePositions = Record<string, SourcePositions>;
+
+export type ToWorker =
+  | { readonly type: 'build'; readonly generation: number; readonly pipeline: PipelineConfig; readonly level: LogLevel | 'silent' }
+  | { readonly type: 'start'; readonly positions: PipelinePositions }
+  | { readonly type: 'stop'; readonly timeout_ms: number };
+
+export type FromWorker =
+  /** the worker is listening for orders (messages sent earlier could be lost while its module loads) */
+  | { readonly type: 'ready' }
+  | { readonly type: 'built' }
+  | { readonly type: 'build_failed'; readonly error: string }
+  | { readonly type: 'stats'; readonly counters: PipelineCounters; readonly positions: PipelinePositions }
+  | { readonly type: 'log'; readonly lines: readonly string[] }
+  | { readonly type: 'stopped'; readonly abandoned: number; readonly counters: PipelineCounters; readonly positions: PipelinePositions };
+
+const TO_WORKER = new Set<ToWorker['type']>(['build', 'start', 'stop']);
+const FROM_WORKER = new Set<FromWorker['type']>(['ready', 'built', 'build_failed', 'stats', 'log', 'stopped']);
+
+function tagged(msg: unknown): msg is { type: string } {
+  return typeof msg === 'object' && msg !== null && typeof (msg as { type?: unknown }).type === 'string';
+}
+
+export function isToWorker(msg: unknown): msg is ToWorker {
+  return tagged(msg) && TO_WORKER.has(msg.type as ToWorker['type']);
+}
+
+export function isFromWorker(msg: unknown): msg is FromWorker {
+  return tagged(msg) && FROM_WORKER.has(msg.type as FromWorker['type']);
+}

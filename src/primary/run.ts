@@ -1,0 +1,89 @@
+// The primary's run: service log, supervisor, signals, status reporter, auto reload.
+
+import type { Config } from '../config/schema.js';
+import { errorMessage } from '../core/errors.js';
+import { createServiceLog } from './service-log.js';
+import { startStatusReporter } from './status.js';
+import { Supervisor } from './supervisor.js';
+import { watchConfigFile } from './watch.js';
+
+export const EXIT_OK = 0;
+export const EXIT_RUNTIME = 1;
+export const EXIT_CONFIG = 78;
+
+export interface RunOptions {
+  readonly config: Config;
+  readonly file: string | undefined;
+  /** Loads the configuration again (file + env + flags), for reloads. */
+  readonly reloadConfig: () => Config;
+}
+
+/** Runs the node until a signal ends it; resolves the exit code. */
+export async function runPrimary(opts: RunOptions): Promise<number> {
+  const serviceLog = createServiceLog(opts.config.logging, opts.config.quiet);
+  const log = serviceLog.logger;
+  let onReloaded: (config: Config) => void = () => {};
+  const sup = new Supervisor(opts.config, { log: serviceLog, reloadConfig: opts.reloadConfig, onReloaded: (c) => onReloaded(c) });
+
+  let finish!: (code: number) => void;
+  const done = new Promise<number>((resolve) => {
+    finish = resolve;
+  });
+  let stopping = false;
+  const onStop = (signal: string) => {
+    if (stopping) {
+      log.warn({ signal }, 'Second signal, exiting at once');
+      sup.killAll();
+      finish(EXIT_RUNTIME);
+      return;
+    }
+    stopping = true;
+    log.info({ signal }, 'Shutting down');
+    sup.shutdown().then(
+      (clean) => finish(clean ? EXIT_OK : EXIT_RUNTIME),
+      (err: unknown) => {
+        log.error({ error: errorMessage(err) }, 'Shutdown failed');
+        finish(EXIT_RUNTIME);
+      },
+    );
+  };
+  process.on('SIGTERM', () => onStop('SIGTERM'));
+  process.on('SIGINT', () => onStop('SIGINT'));
+  process.on('SIGHUP', () => void sup.reload());
+
+  if (!(await sup.start())) {
+    await serviceLog.close();
+    return EXIT_CONFIG;
+  }
+
+  let stopReporter = opts.config.status_reporter ? startStatusReporter(sup, log, opts.config.status_interval_ms) : () => {};
+  let stopWatch: () => void = () => {};
+  const armWatch = () => {
+    stopWatch();
+    stopWatch = () => {};
+    if (opts.file && sup.currentConfig.auto_reload) {
+      stopWatch = watchConfigFile(opts.file, () => {
+        // An unchanged effective configuration does nothing; a broken one reloads (and is refused, logged).
+        let next: string;
+        try {
+          next = JSON.stringify(opts.reloadConfig());
+        } catch {
+          next = '';
+        }
+        if (next !== JSON.stringify(sup.currentConfig)) void sup.reload();
+      });
+    }
+  };
+  armWatch();
+  onReloaded = (c) => {
+    stopReporter();
+    stopReporter = c.status_reporter ? startStatusReporter(sup, log, c.status_interval_ms) : () => {};
+    armWatch();
+  };
+
+  const code = await done;
+  stopReporter();
+  stopWatch();
+  await serviceLog.close();
+  return code;
+}

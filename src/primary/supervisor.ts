@@ -1,0 +1,372 @@
+// The supervisor: one cluster worker per pipeline, grouped in generations. Starts, restarts
+// crashed pipelines alone with backoff, reloads new-before-old, and shuts down under one deadline.
+// Entries never pass through here; only orders, counters, positions and log lines do.
+
+import cluster, { type Worker } from 'node:cluster';
+import { fileURLToPath } from 'node:url';
+import type { Config, PipelineConfig } from '../config/schema.js';
+import type { PipelineCounters } from '../core/counters.js';
+import { errorMessage } from '../core/errors.js';
+import type { Logger } from '../core/log.js';
+import { type FromWorker, isFromWorker, type PipelinePositions, type ToWorker } from '../ipc/messages.js';
+import type { ServiceLog } from './service-log.js';
+
+/** How long a new generation's workers may take to report `built`. */
+export const BUILD_DEADLINE_MS = 10_000;
+const RESTART_MIN_MS = 250;
+const RESTART_MAX_MS = 30_000;
+const STABLE_RESET_MS = 60_000;
+/** Extra time after `shutdown_timeout_ms` before a worker that has not exited is killed. */
+const STOP_GRACE_MS = 2000;
+
+type WorkerState = 'building' | 'built' | 'running' | 'stopping' | 'exited';
+
+interface StopResult {
+  readonly abandoned: number;
+  readonly clean: boolean;
+}
+
+/** One worker process running one pipeline of one generation. */
+class PipelineWorker {
+  state: WorkerState = 'building';
+  /** set before a planned stop, so the exit is not taken for a crash */
+  planned = false;
+  startedAt = 0;
+  counters: PipelineCounters | undefined;
+  readonly built: Promise<void>;
+  readonly exited: Promise<{ code: number | null; signal: string | null }>;
+  private stopped: StopResult | undefined;
+  private resolveBuilt!: () => void;
+  private rejectBuilt!: (err: Error) => void;
+
+  constructor(
+    readonly worker: Worker,
+    readonly pipeline: PipelineConfig,
+    readonly generation: number,
+  ) {
+    this.built = new Promise((resolve, reject) => {
+      this.resolveBuilt = resolve;
+      this.rejectBuilt = reject;
+    });
+    this.built.catch(() => undefined);
+    this.exited = new Promise((resolve) => worker.once('exit', (code, signal) => resolve({ code, signal })));
+  }
+
+  get name(): string {
+    return this.pipeline.name;
+  }
+
+  get pid(): number | undefined {
+    return this.worker.process.pid;
+  }
+
+  send(msg: ToWorker): void {
+    if (this.state !== 'exited' && this.worker.isConnected()) this.worker.send(msg);
+  }
+
+  onBuilt(): void {
+    this.state = 'built';
+    this.resolveBuilt();
+  }
+
+  onBuildFailed(error: string): void {
+    this.rejectBuilt(new Error(error));
+  }
+
+  onStopped(result: StopResult): void {
+    this.stopped = result;
+  }
+
+  onExit(code: number | null, signal: string | null): void {
+    const wasBuilding = this.state === 'building';
+    this.state = 'exited';
+    if (wasBuilding) this.rejectBuilt(new Error(`pipeline process exited during build (code ${code}, signal ${signal})`));
+  }
+
+  /** Asks the worker to drain and exit; kills it if it has not exited by the deadline. */
+  async stop(timeoutMs: number): Promise<StopResult> {
+    this.planned = true;
+    if (this.state !== 'exited') {
+      this.state = 'stopping';
+      this.send({ type: 'stop', timeout_ms: timeoutMs });
+      let timer: NodeJS.Timeout | undefined;
+      const killed = await Promise.race([
+        this.exited.then(() => false),
+        new Promise<boolean>((resolve) => {
+          timer = setTimeout(() => resolve(true), timeoutMs + STOP_GRACE_MS);
+        }),
+      ]);
+      clearTimeout(timer);
+      if (killed) {
+        this.kill();
+        await this.exited;
+        return { abandoned: this.stopped?.abandoned ?? 0, clean: false };
+      }
+    }
+    return this.stopped ?? { abandoned: 0, clean: false };
+  }
+
+  kill(): void {
+    this.planned = true;
+    if (this.state !== 'exited') this.worker.process.kill('SIGKILL');
+  }
+}
+
+export interface SupervisorOptions {
+  readonly log: ServiceLog;
+  /** Loads the configuration again for a reload (file + env + flags). */
+  readonly reloadConfig: () => Config;
+  /** Called after a reload put a new configuration in force. */
+  readonly onReloaded?: (config: Config) => void;
+}
+
+export class Supervisor {
+  generation = 0;
+  private config: Config;
+  private readonly log: Logger;
+  /** the current generation, by pipeline name */
+  private current = new Map<string, PipelineWorker>();
+  private readonly live = new Set<PipelineWorker>();
+  /** last reported file positions by pipeline name; the primary's memory only */
+  private readonly positions = new Map<string, PipelinePositions>();
+  private readonly restarts = new Map<string, number>();
+  private readonly restartAttempts = new Map<string, number>();
+  private readonly restartTimers = new Map<string, NodeJS.Timeout>();
+  private reloading: Promise<void> | undefined;
+  private reloadQueued = false;
+  private shuttingDown = false;
+  private readonly startedAt = Date.now();
+
+  constructor(
+    config: Config,
+    private readonly opts: SupervisorOptions,
+  ) {
+    this.config = config;
+    this.log = opts.log.logger;
+    cluster.setupPrimary({ exec: fileURLToPath(new URL('../worker/main.js', import.meta.url)), silent: false });
+  }
+
+  get currentConfig(): Config {
+    return this.config;
+  }
+
+  /** Process ids of the current generation's workers, by pipeline name. */
+  workerPids(): Record<string, number | undefined> {
+    const out: Record<string, number | undefined> = {};
+    for (const [name, w] of this.current) out[name] = w.pid;
+    return out;
+  }
+
+  private fork(pipeline: PipelineConfig, generation: number): PipelineWorker {
+    const worker = cluster.fork();
+    const pw = new PipelineWorker(worker, pipeline, generation);
+    this.live.add(pw);
+    worker.on('message', (msg: unknown) => {
+      if (isFromWorker(msg)) this.onMessage(pw, msg);
+    });
+    worker.on('error', () => undefined);
+    worker.once('exit', (code: number | null, signal: string | null) => {
+      pw.onExit(code, signal);
+      this.live.delete(pw);
+      this.onExit(pw, code, signal);
+    });
+    return pw;
+  }
+
+  private onMessage(pw: PipelineWorker, msg: FromWorker): void {
+    switch (msg.type) {
+      case 'ready':
+        pw.send({ type: 'build', generation: pw.generation, pipeline: pw.pipeline, level: this.opts.log.level });
+        return;
+      case 'log':
+        this.opts.log.writeLines(msg.lines);
+        return;
+      case 'built':
+        pw.onBuilt();
+        return;
+      case 'build_failed':
+        pw.onBuildFailed(msg.error);
+        return;
+      case 'stats':
+        pw.counters = msg.counters;
+        if (pw.state === 'running' && this.current.get(pw.name) === pw) this.positions.set(pw.name, msg.positions);
+        return;
+      case 'stopped':
+        pw.counters = msg.counters;
+        pw.onStopped({ abandoned: msg.abandoned, clean: msg.abandoned === 0 });
+        if (pw.state !== 'building' && pw.state !== 'built') this.positions.set(pw.name, msg.positions);
+        return;
+    }
+  }
+
+  private onExit(pw: PipelineWorker, code: number | null, signal: string | null): void {
+    if (pw.planned || this.shuttingDown || this.current.get(pw.name) !== pw || pw.startedAt === 0) return;
+    this.log.error({ pipeline: pw.name, code: signal ? null : code, signal: signal ?? null }, 'Pipeline process exited unexpectedly');
+    this.restarts.set(pw.name, (this.restarts.get(pw.name) ?? 0) + 1);
+    this.scheduleRestart(pw.pipeline, Date.now() - pw.startedAt);
+  }
+
+  private scheduleRestart(pipeline: PipelineConfig, ranMs: number): void {
+    const name = pipeline.name;
+    if (ranMs >= STABLE_RESET_MS) this.restartAttempts.set(name, 0);
+    const attempt = this.restartAttempts.get(name) ?? 0;
+    const delay = Math.min(RESTART_MAX_MS, RESTART_MIN_MS * 2 ** attempt);
+    this.restartAttempts.set(name, attempt + 1);
+    const generation = this.generation;
+    const timer = setTimeout(() => {
+      this.restartTimers.delete(name);
+      if (this.shuttingDown || generation !== this.generation) return;
+      void this.restart(pipeline);
+    }, delay);
+    this.restartTimers.set(name, timer);
+  }
+
+  private async restart(pipeline: PipelineConfig): Promise<void> {
+    const pw = this.fork(pipeline, this.generation);
+    this.current.set(pipeline.name, pw);
+    try {
+      await this.awaitBuilt([pw]);
+    } catch (err) {
+      this.log.error({ pipeline: pipeline.name, error: errorMessage(err) }, 'Failed to create pipeline');
+      pw.kill();
+      if (!this.shuttingDown && this.current.get(pipeline.name) === pw) this.scheduleRestart(pipeline, 0);
+      return;
+    }
+    if (this.shuttingDown || this.current.get(pipeline.name) !== pw) {
+      await pw.stop(0);
+      return;
+    }
+    this.startWorker(pw);
+  }
+
+  private startWorker(pw: PipelineWorker): void {
+    pw.state = 'running';
+    pw.startedAt = Date.now();
+    this.log.info({ pipeline: pw.name, generation: pw.generation }, 'Starting pipeline');
+    pw.send({ type: 'start', positions: this.positions.get(pw.name) ?? {} });
+  }
+
+  /** Waits for every worker's `built`, up to the build deadline; rejects with the first failure. */
+  private async awaitBuilt(workers: readonly PipelineWorker[]): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`build deadline of ${BUILD_DEADLINE_MS} ms passed`)), BUILD_DEADLINE_MS);
+    });
+    try {
+      await Promise.race([Promise.all(workers.map((w) => w.built)), deadline]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /**
+   * Starts the first generation. Resolves false (after logging `Failed to create pipeline` for
+   * each failure and stopping every worker) when any pipeline fails to build.
+   */
+  async start(): Promise<boolean> {
+    this.generation = 1;
+    const workers = this.config.pipelines.map((p) => this.fork(p, this.generation));
+    const results = await Promise.allSettled(workers.map((w) => Promise.race([w.built, this.awaitBuilt([w])])));
+    let ok = true;
+    results.forEach((r, i) => {
+      if (r.status === 'rejected') {
+        ok = false;
+        this.log.error({ pipeline: workers[i]!.name, error: errorMessage(r.reason) }, 'Failed to create pipeline');
+      }
+    });
+    if (!ok) {
+      await Promise.all(workers.map((w) => w.stop(0)));
+      return false;
+    }
+    for (const w of workers) this.current.set(w.name, w);
+    for (const w of workers) this.startWorker(w);
+    return true;
+  }
+
+  /** Runs a reload; one arriving while another runs is coalesced into one more after it. */
+  reload(): Promise<void> {
+    if (this.shuttingDown) return Promise.resolve();
+    if (this.reloading) {
+      this.reloadQueued = true;
+      return this.reloading;
+    }
+    this.reloading = (async () => {
+      do {
+        this.reloadQueued = false;
+        await this.reloadOnce();
+      } while (this.reloadQueued && !this.shuttingDown);
+      this.reloading = undefined;
+    })();
+    return this.reloading;
+  }
+
+  private async reloadOnce(): Promise<void> {
+    let next: Config;
+    try {
+      next = this.opts.reloadConfig();
+    } catch (err) {
+      this.log.error({ error: errorMessage(err) }, 'Failed to bootstrap new service, keeping old service running');
+      return;
+    }
+    const generation = this.generation + 1;
+    const fresh = next.pipelines.map((p) => this.fork(p, generation));
+    try {
+      await this.awaitBuilt(fresh);
+    } catch (err) {
+      const failed = fresh.find((w) => w.state === 'building');
+      const error = failed ? `pipeline ${failed.name}: ${errorMessage(err)}` : errorMessage(err);
+      this.log.error({ error }, 'Failed to bootstrap new service, keeping old service running');
+      for (const w of fresh) w.kill();
+      await Promise.all(fresh.map((w) => w.exited));
+      return;
+    }
+    if (this.shuttingDown) {
+      for (const w of fresh) w.kill();
+      return;
+    }
+    // Old generation out: sources stop, queues drain, clients closed, final positions reported.
+    this.generation = generation;
+    for (const t of this.restartTimers.values()) clearTimeout(t);
+    this.restartTimers.clear();
+    const old = [...this.current.values()];
+    this.current = new Map(fresh.map((w) => [w.name, w]));
+    await this.stopWorkers(old);
+    for (const name of this.positions.keys()) if (!this.current.has(name)) this.positions.delete(name);
+    this.config = next;
+    for (const w of fresh) this.startWorker(w);
+    this.log.info({ generation }, 'Configuration reloaded');
+    this.opts.onReloaded?.(next);
+  }
+
+  private async stopWorkers(workers: readonly PipelineWorker[]): Promise<void> {
+    await Promise.all(workers.map((w) => w.stop(this.config.shutdown_timeout_ms)));
+  }
+
+  /** Graceful shutdown; resolves true when everything drained in time. */
+  async shutdown(): Promise<boolean> {
+    this.shuttingDown = true;
+    for (const t of this.restartTimers.values()) clearTimeout(t);
+    this.restartTimers.clear();
+    const all = [...this.live];
+    const results = await Promise.all(all.map((w) => w.stop(this.config.shutdown_timeout_ms)));
+    return results.every((r) => r.clean);
+  }
+
+  /** Second signal: no more waiting. */
+  killAll(): void {
+    this.shuttingDown = true;
+    for (const w of this.live) w.kill();
+  }
+
+  /** Counters of the current generation with the pipeline's `restarts`, for the status report. */
+  statusSnapshot(): { name: string; counters: Record<string, unknown> }[] {
+    return [...this.current.values()].map((w) => ({
+      name: w.name,
+      counters: { ...(w.counters ?? {}), restarts: this.restarts.get(w.name) ?? 0 },
+    }));
+  }
+
+  uptimeSeconds(): number {
+    return Math.round((Date.now() - this.startedAt) / 1000);
+  }
+}

@@ -1,0 +1,64 @@
+// `stdout` sink: whole lines only; on a pipe or FIFO each write is at most PIPE_BUF (4096) bytes,
+// which the kernel writes atomically, so several workers sharing stdout never tear a line.
+
+import { fstatSync } from 'node:fs';
+import { pluginConfig, SINK_QUEUE_FIELDS } from '../core/plugin-config.js';
+import type { OnFull, Sink, SinkFactory } from './types.js';
+
+const PIPE_BUF = 4096;
+const CHUNK = 65536;
+
+interface StdoutConfig {
+  readonly target: 'stdout' | 'stderr';
+  readonly buffer_size: number;
+  readonly on_full: OnFull;
+}
+
+/** Groups lines (each plus `\n`) into chunks of at most `limit` bytes; a longer line goes alone. */
+export function chunkLines(lines: readonly string[], limit: number): string[] {
+  const chunks: string[] = [];
+  let cur = '';
+  let curBytes = 0;
+  for (const line of lines) {
+    const bytes = Buffer.byteLength(line) + 1;
+    if (curBytes > 0 && curBytes + bytes > limit) {
+      chunks.push(cur);
+      cur = '';
+      curBytes = 0;
+    }
+    cur += `${line}\n`;
+    curBytes += bytes;
+  }
+  if (curBytes > 0) chunks.push(cur);
+  return chunks;
+}
+
+export const createStdoutSink: SinkFactory = (plugin): Sink => {
+  const cfg = pluginConfig<StdoutConfig>('sink', plugin, {
+    target: { t: 'string', def: 'stdout', oneOf: ['stdout', 'stderr'] },
+    ...SINK_QUEUE_FIELDS,
+  });
+  const stream = cfg.target === 'stdout' ? process.stdout : process.stderr;
+  let limit = CHUNK;
+  return {
+    id: plugin.id,
+    type: 'stdout',
+    counters: {},
+    bufferSize: cfg.buffer_size,
+    onFull: cfg.on_full,
+    async open() {
+      const st = fstatSync(cfg.target === 'stdout' ? 1 : 2);
+      limit = st.isFIFO() || st.isSocket() ? PIPE_BUF : CHUNK;
+    },
+    write(batch) {
+      let ok = true;
+      for (const chunk of chunkLines(
+        batch.map((i) => i.line),
+        limit,
+      ))
+        ok = stream.write(chunk) && ok;
+      if (!ok) return new Promise<void>((resolve) => stream.once('drain', resolve));
+    },
+    async close() {},
+  };
+};

@@ -1,0 +1,76 @@
+// Worker entry: builds exactly one pipeline from the table it is sent, reports built or
+// build_failed, starts on order, ships counters and positions every second, drains on stop.
+// Signals are the primary's business; a closed IPC channel (primary gone) ends the worker at once.
+
+import { errorMessage } from '../core/errors.js';
+import { createLogger, type Logger } from '../core/log.js';
+import { type FromWorker, isToWorker, type ToWorker } from '../ipc/messages.js';
+import { IpcLogStream } from './ipc-log.js';
+import { buildPipeline, type Pipeline } from './pipeline.js';
+
+const STATS_INTERVAL_MS = 1000;
+
+for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(sig, () => {});
+process.on('disconnect', () => process.exit(0));
+
+const logStream = new IpcLogStream();
+let log: Logger | undefined;
+let pipeline: Pipeline | undefined;
+let statsTimer: NodeJS.Timeout | undefined;
+
+function send(msg: FromWorker, done?: () => void): void {
+  if (!process.connected) return;
+  process.send!(msg, undefined, {}, () => done?.());
+}
+
+function sendStats(): void {
+  if (pipeline) send({ type: 'stats', counters: pipeline.counters(), positions: pipeline.positions() });
+}
+
+async function onMessage(msg: ToWorker): Promise<void> {
+  switch (msg.type) {
+    case 'build': {
+      log = createLogger(msg.level, logStream);
+      try {
+        pipeline = buildPipeline(msg.pipeline, { log, checkOnly: false, debug: msg.level === 'debug' });
+        await pipeline.open();
+        logStream.flush();
+        send({ type: 'built' });
+      } catch (err) {
+        logStream.flush();
+        send({ type: 'build_failed', error: errorMessage(err) }, () => process.exit(0));
+      }
+      return;
+    }
+    case 'start': {
+      pipeline?.start(msg.positions);
+      statsTimer ??= setInterval(sendStats, STATS_INTERVAL_MS);
+      return;
+    }
+    case 'stop': {
+      if (statsTimer) clearInterval(statsTimer);
+      const abandoned = pipeline ? await pipeline.stop(msg.timeout_ms) : 0;
+      if (abandoned > 0 && pipeline) log?.error({ pipeline: pipeline.name, abandoned }, 'Drain deadline passed, entries abandoned');
+      logStream.flush(() => {
+        const counters = pipeline?.counters();
+        if (pipeline && counters) {
+          send({ type: 'stopped', abandoned, counters, positions: pipeline.positions() }, () => process.exit(0));
+        } else {
+          send({ type: 'stopped', abandoned, counters: { total_dropped_by_sink: 0, flow: {}, sources: {}, sinks: {} }, positions: {} }, () =>
+            process.exit(0),
+          );
+        }
+      });
+      return;
+    }
+  }
+}
+
+process.on('message', (msg: unknown) => {
+  if (!isToWorker(msg)) return;
+  onMessage(msg).catch((err: unknown) => {
+    log?.error({ error: errorMessage(err) }, 'Worker failure');
+    logStream.flush(() => process.exit(1));
+  });
+});
+send({ type: 'ready' });

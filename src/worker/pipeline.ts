@@ -1,0 +1,254 @@
+// One pipeline: sources → flow → per-sink bounded queues → sinks. Built once per worker.
+// The per-entry path is synchronous: sources emit batches, sinks take batches.
+
+import type { PipelineConfig } from '../config/schema.js';
+import type { Counters, PipelineCounters } from '../core/counters.js';
+import type { Entry } from '../core/entry.js';
+import { errorMessage } from '../core/errors.js';
+import type { Logger } from '../core/log.js';
+import { BoundedQueue } from '../core/queue.js';
+import { createFlow, type Flow } from '../flow/index.js';
+import type { PipelinePositions } from '../ipc/messages.js';
+import { sinkFactory } from '../sinks/index.js';
+import type { Sink, SinkItem } from '../sinks/types.js';
+import { sourceFactory } from '../sources/index.js';
+import type { Source } from '../sources/types.js';
+
+/** Most entries handed to one sink write. */
+const MAX_BATCH = 1024;
+
+/** Every fault found while building, each as `failed to create …` or a flow key path. */
+export class BuildError extends Error {
+  constructor(readonly errors: readonly string[]) {
+    super(errors.join('; '));
+    this.name = 'BuildError';
+  }
+}
+
+interface SinkRunner {
+  readonly sink: Sink;
+  readonly queue: BoundedQueue<SinkItem>;
+  readonly counters: Counters;
+  busy: boolean;
+}
+
+export interface BuildOptions {
+  readonly log: Logger;
+  readonly checkOnly: boolean;
+  /** level is debug: the filter stage logs its per-entry lines */
+  readonly debug: boolean;
+}
+
+export interface Pipeline {
+  readonly name: string;
+  readonly sources: readonly Source[];
+  readonly sinks: readonly Sink[];
+  /** Build step: bind listeners, open files. */
+  open(): Promise<void>;
+  start(positions: PipelinePositions): void;
+  /** Sources stop, queues drain, sinks close, all within `timeoutMs`; returns the entries abandoned. */
+  stop(timeoutMs: number): Promise<number>;
+  counters(): PipelineCounters;
+  positions(): PipelinePositions;
+}
+
+export function buildPipeline(cfg: PipelineConfig, opts: BuildOptions): Pipeline {
+  const errors: string[] = [];
+  let flow: Flow | undefined;
+  try {
+    flow = createFlow(cfg.flow, opts.debug ? opts.log.child({ pipeline: cfg.name }) : undefined);
+  } catch (err) {
+    errors.push(errorMessage(err));
+  }
+  const pipelineCounters = { total_dropped_by_sink: 0 };
+  const runners: SinkRunner[] = [];
+  const sources: Source[] = [];
+  let saturated = false;
+  let paused = false;
+  let stopping = false;
+  let idleWaiter: (() => void) | undefined;
+
+  const allIdle = () => runners.every((r) => !r.busy && r.queue.length === 0);
+
+  const updateSaturation = () => {
+    let full = false;
+    let belowHalf = true;
+    for (const r of runners) {
+      if (r.sink.onFull !== 'block') continue;
+      if (r.queue.length >= r.sink.bufferSize) full = true;
+      if (r.queue.length >= r.sink.bufferSize / 2) belowHalf = false;
+    }
+    if (full && !saturated) {
+      saturated = true;
+      if (!paused) {
+        paused = true;
+        for (const s of sources) s.pause?.();
+      }
+    } else if (saturated && belowHalf) {
+      saturated = false;
+      if (paused && !stopping) {
+        paused = false;
+        for (const s of sources) s.resume?.();
+      }
+    }
+  };
+
+  const pump = (r: SinkRunner): void => {
+    while (!r.busy && r.queue.length > 0) {
+      const batch = r.queue.take(MAX_BATCH);
+      let result: Promise<void> | void;
+      try {
+        result = r.sink.write(batch);
+      } catch (err) {
+        opts.log.error({ pipeline: cfg.name, plugin: r.sink.id, error: errorMessage(err) }, 'Sink write failed');
+        result = undefined;
+      }
+      r.counters.total_processed! += batch.length;
+      if (result) {
+        r.busy = true;
+        result.then(
+          () => {
+            r.busy = false;
+            pump(r);
+          },
+          (err: unknown) => {
+            opts.log.error({ pipeline: cfg.name, plugin: r.sink.id, error: errorMessage(err) }, 'Sink write failed');
+            r.busy = false;
+            pump(r);
+          },
+        );
+      }
+    }
+    if (saturated) updateSaturation();
+    if (idleWaiter && allIdle()) {
+      const w = idleWaiter;
+      idleWaiter = undefined;
+      w();
+    }
+  };
+
+  let pumpScheduled = false;
+  const pumpAll = () => {
+    pumpScheduled = false;
+    for (const r of runners) pump(r);
+  };
+
+  const emitFrom = (source: Source) => (entries: Entry[]) => {
+    if (saturated && !source.pausable) {
+      source.counters.dropped_entries! += entries.length;
+      return;
+    }
+    if (!flow) return;
+    const now = Date.now();
+    for (const entry of entries) {
+      const line = flow.process(entry, now);
+      if (line === undefined) continue;
+      const item: SinkItem = { entry, line };
+      for (const r of runners) {
+        if (r.sink.onFull === 'drop' && r.queue.full) pipelineCounters.total_dropped_by_sink++;
+        else r.queue.push(item);
+      }
+    }
+    updateSaturation();
+    if (!pumpScheduled) {
+      pumpScheduled = true;
+      setImmediate(pumpAll);
+    }
+  };
+
+  for (const plugin of cfg.plugin_sinks) {
+    const factory = sinkFactory(plugin.type);
+    if (!factory) {
+      errors.push(`failed to create sink ${plugin.id}: type: unknown sink type ${JSON.stringify(plugin.type)}`);
+      continue;
+    }
+    try {
+      const log = opts.log.child({ pipeline: cfg.name, plugin: plugin.id });
+      const sink = factory(plugin, { pipeline: cfg.name, log, checkOnly: opts.checkOnly });
+      runners.push({ sink, queue: new BoundedQueue(sink.bufferSize), counters: { total_processed: 0 }, busy: false });
+      if (!opts.checkOnly) opts.log.info({ pipeline: cfg.name, plugin: plugin.id, type: plugin.type }, 'Created sink instance');
+    } catch (err) {
+      errors.push(errorMessage(err));
+    }
+  }
+  for (const plugin of cfg.plugin_sources) {
+    const factory = sourceFactory(plugin.type);
+    if (!factory) {
+      errors.push(`failed to create source ${plugin.id}: type: unknown source type ${JSON.stringify(plugin.type)}`);
+      continue;
+    }
+    try {
+      const log = opts.log.child({ pipeline: cfg.name, plugin: plugin.id });
+      let self: Source | undefined;
+      const emit = (entries: Entry[]) => self && emitFrom(self)(entries);
+      const source = factory(plugin, { pipeline: cfg.name, log, checkOnly: opts.checkOnly, emit, isSaturated: () => saturated });
+      self = source;
+      sources.push(source);
+      if (!opts.checkOnly) opts.log.info({ pipeline: cfg.name, plugin: plugin.id, type: plugin.type }, 'Created source instance');
+    } catch (err) {
+      errors.push(errorMessage(err));
+    }
+  }
+  if (errors.length > 0) throw new BuildError(errors);
+
+  const sinks = runners.map((r) => r.sink);
+  let stopped: Promise<number> | undefined;
+
+  return {
+    name: cfg.name,
+    sources,
+    sinks,
+    async open() {
+      for (const sink of sinks) await sink.open?.();
+      for (const source of sources) await source.open?.();
+    },
+    start(positions) {
+      for (const source of sources) source.start(positions[source.id] ?? {});
+    },
+    stop(timeoutMs) {
+      stopped ??= (async () => {
+        stopping = true;
+        const deadline = Date.now() + timeoutMs;
+        await Promise.all(sources.map((s) => s.stop().catch(() => undefined)));
+        pumpAll();
+        if (!allIdle()) {
+          let timer: NodeJS.Timeout | undefined;
+          await Promise.race([
+            new Promise<void>((resolve) => {
+              idleWaiter = resolve;
+            }),
+            new Promise<void>((resolve) => {
+              timer = setTimeout(resolve, Math.max(0, deadline - Date.now()));
+            }),
+          ]);
+          clearTimeout(timer);
+        }
+        await Promise.all(sinks.map((s) => s.close(deadline).catch(() => undefined)));
+        let abandoned = 0;
+        for (const r of runners) abandoned += r.queue.clear() + (r.sink.held?.() ?? 0);
+        return abandoned;
+      })();
+      return stopped;
+    },
+    counters() {
+      const out: PipelineCounters = {
+        total_dropped_by_sink: pipelineCounters.total_dropped_by_sink,
+        flow: { ...flow!.counters },
+        sources: {},
+        sinks: {},
+      };
+      if (flow!.rateLimiter) out.rate_limit = { ...flow!.rateLimiter.counters };
+      for (const s of sources) out.sources[s.id] = { ...s.counters };
+      for (const r of runners) out.sinks[r.sink.id] = { ...r.sink.counters, ...r.counters };
+      return out;
+    },
+    positions() {
+      const out: PipelinePositions = {};
+      for (const s of sources) {
+        const p = s.positions?.();
+        if (p) out[s.id] = p;
+      }
+      return out;
+    },
+  };
+}

@@ -1,0 +1,161 @@
+// Test helpers: spawn bin/logrelay.js as a real child process, collect its output, wait with
+// deadlines; free ports on 127.0.0.1; temp dirs.
+
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
+export const BIN = join(ROOT, 'bin', 'logrelay.js');
+
+export interface LogRecord {
+  level: string;
+  msg: string;
+  [key: string]: unknown;
+}
+
+export interface RunningNode {
+  readonly child: ChildProcess;
+  /** stdout lines so far */
+  readonly out: string[];
+  /** stderr lines that are not JSON */
+  readonly errText: string[];
+  /** service log records (JSON lines on stderr) */
+  readonly records: LogRecord[];
+  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  signal(sig: NodeJS.Signals): void;
+  /** Stops with SIGTERM (then SIGKILL after `ms`) and returns the exit code. */
+  stop(ms?: number): Promise<number | null>;
+}
+
+export interface SpawnOptions {
+  readonly env?: Record<string, string | undefined>;
+  readonly cwd?: string;
+  readonly stdin?: 'pipe' | 'ignore';
+}
+
+export function spawnNode(args: readonly string[], opts: SpawnOptions = {}): RunningNode {
+  const env: Record<string, string | undefined> = { ...process.env, ...opts.env };
+  for (const [k, v] of Object.entries(env)) if (v === undefined) delete env[k];
+  const child = spawn(process.execPath, [BIN, ...args], {
+    cwd: opts.cwd ?? ROOT,
+    env: env as NodeJS.ProcessEnv,
+    stdio: [opts.stdin ?? 'ignore', 'pipe', 'pipe'],
+  });
+  const out: string[] = [];
+  const errText: string[] = [];
+  const records: LogRecord[] = [];
+  const lines = (stream: NodeJS.ReadableStream, onLine: (l: string) => void) => {
+    let rest = '';
+    stream.setEncoding('utf8');
+    stream.on('data', (chunk: string) => {
+      rest += chunk;
+      let i = rest.indexOf('\n');
+      while (i >= 0) {
+        onLine(rest.slice(0, i));
+        rest = rest.slice(i + 1);
+        i = rest.indexOf('\n');
+      }
+    });
+  };
+  lines(child.stdout!, (l) => out.push(l));
+  lines(child.stderr!, (l) => {
+    if (l.startsWith('{')) {
+      try {
+        records.push(JSON.parse(l) as LogRecord);
+        return;
+      } catch {
+        // not a record
+      }
+    }
+    errText.push(l);
+  });
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.once('exit', (code, signal) => resolve({ code, signal })),
+  );
+  return {
+    child,
+    out,
+    errText,
+    records,
+    exited,
+    signal(sig) {
+      if (child.exitCode === null && child.signalCode === null) child.kill(sig);
+    },
+    async stop(ms = 15_000) {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), ms);
+      const r = await exited;
+      clearTimeout(timer);
+      return r.code;
+    },
+  };
+}
+
+/** Polls `check` every 25 ms until it returns a truthy value; throws `message` after `timeoutMs`. */
+export async function waitFor<T>(check: () => T | Promise<T>, message: string, timeoutMs = 20_000): Promise<NonNullable<T>> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await check();
+    if (v) return v as NonNullable<T>;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms: ${message}`);
+    await sleep(25);
+  }
+}
+
+export function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** A port free on 127.0.0.1 right now (bound and released). */
+export async function freePort(): Promise<number> {
+  const srv = createServer();
+  await new Promise<void>((resolve) => srv.listen(0, '127.0.0.1', resolve));
+  const port = (srv.address() as { port: number }).port;
+  await new Promise<void>((resolve) => srv.close(() => resolve()));
+  return port;
+}
+
+export interface TempDir {
+  readonly path: string;
+  file(name: string, content: string): string;
+  remove(): void;
+}
+
+export function tempDir(prefix = 'logrelay-test-'): TempDir {
+  const path = mkdtempSync(join(tmpdir(), prefix));
+  return {
+    path,
+    file(name, content) {
+      const p = join(path, name);
+      writeFileSync(p, content);
+      return p;
+    },
+    remove() {
+      rmSync(path, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Child pids of `pid` (from /proc), i.e. the pipeline workers of a primary. */
+export async function childPids(pid: number): Promise<number[]> {
+  const { readFile } = await import('node:fs/promises');
+  try {
+    const text = await readFile(`/proc/${pid}/task/${pid}/children`, 'utf8');
+    return text.trim().split(/\s+/).filter(Boolean).map(Number);
+  } catch {
+    return [];
+  }
+}
+
+export function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
