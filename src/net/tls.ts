@@ -1,0 +1,189 @@
+// TLS contexts and identity allow lists for every listener and dialer (DESIGN.md §10).
+// Certificate files are read when the plugin is built, so a reload (SIGHUP) rotates them.
+
+import { readFileSync } from 'node:fs';
+import type { ConnectionOptions, SecureVersion, TLSSocket, TlsOptions } from 'node:tls';
+import type { Fields } from '../config/spec.js';
+import type { Counters } from '../core/counters.js';
+import { errorMessage, type PluginKind, PluginError } from '../core/errors.js';
+import type { Logger } from '../core/log.js';
+import { remoteOf } from './session.js';
+
+export interface TlsConfig {
+  readonly enabled: boolean;
+  readonly cert_file?: string;
+  readonly key_file?: string;
+  /** listener: require and verify client certificates signed by this CA */
+  readonly client_ca_file?: string;
+  /** dialer: trust these roots instead of the system's */
+  readonly ca_file?: string;
+  /** dialer: the name to verify; defaults to the host */
+  readonly server_name?: string;
+  readonly min_version: '1.2' | '1.3';
+}
+
+export type IdentityKind = 'cn' | 'san_dns' | 'san_uri' | 'san_email';
+
+export interface AuthConfig {
+  readonly allow: readonly string[];
+  readonly identity: IdentityKind;
+}
+
+export const TLS_FIELDS: Fields = {
+  tls: {
+    t: 'table',
+    fields: {
+      enabled: { t: 'boolean', def: false },
+      cert_file: { t: 'string' },
+      key_file: { t: 'string' },
+      client_ca_file: { t: 'string' },
+      ca_file: { t: 'string' },
+      server_name: { t: 'string' },
+      min_version: { t: 'string', def: '1.3', oneOf: ['1.2', '1.3'] },
+    },
+  },
+};
+
+export const AUTH_FIELDS: Fields = {
+  auth: {
+    t: 'table',
+    optional: true,
+    fields: {
+      allow: { t: 'strings', def: [] },
+      identity: { t: 'string', def: 'cn', oneOf: ['cn', 'san_dns', 'san_uri', 'san_email'] },
+    },
+  },
+};
+
+function readPem(kind: PluginKind, id: string, key: string, path: string | undefined): Buffer {
+  if (!path) throw new PluginError(kind, id, `tls.${key}`, 'is required when tls is enabled');
+  try {
+    return readFileSync(path);
+  } catch (err) {
+    throw new PluginError(kind, id, `tls.${key}`, `cannot read ${path}: ${errorMessage(err)}`);
+  }
+}
+
+const version = (v: '1.2' | '1.3'): SecureVersion => (v === '1.2' ? 'TLSv1.2' : 'TLSv1.3');
+
+/** Server options for a listener, or undefined when TLS is off. Reads the files now. */
+export function serverTlsOptions(kind: PluginKind, id: string, tls: TlsConfig): TlsOptions | undefined {
+  if (!tls.enabled) return undefined;
+  const opts: TlsOptions = {
+    cert: readPem(kind, id, 'cert_file', tls.cert_file),
+    key: readPem(kind, id, 'key_file', tls.key_file),
+    minVersion: version(tls.min_version),
+  };
+  if (tls.client_ca_file) {
+    opts.ca = readPem(kind, id, 'client_ca_file', tls.client_ca_file);
+    opts.requestCert = true;
+    opts.rejectUnauthorized = true;
+  }
+  return opts;
+}
+
+/** Client options for a dialer, or undefined when TLS is off. Reads the files now. */
+export function clientTlsOptions(kind: PluginKind, id: string, tls: TlsConfig, host: string): ConnectionOptions | undefined {
+  if (!tls.enabled) return undefined;
+  const opts: ConnectionOptions = { minVersion: version(tls.min_version), servername: tls.server_name ?? host };
+  if (tls.ca_file) opts.ca = readPem(kind, id, 'ca_file', tls.ca_file);
+  if (tls.cert_file || tls.key_file) {
+    opts.cert = readPem(kind, id, 'cert_file', tls.cert_file);
+    opts.key = readPem(kind, id, 'key_file', tls.key_file);
+  }
+  // Node checks IP-address names only against IP SANs; server_name decides what is verified.
+  return opts;
+}
+
+/** An auth block needs TLS with client certificates, else the plugin fails to build. */
+export function checkAuthConfig(kind: PluginKind, id: string, tls: TlsConfig, auth: AuthConfig | undefined): void {
+  if (!auth) return;
+  if (!tls.enabled) throw new PluginError(kind, id, 'auth', 'requires tls.enabled = true');
+  if (!tls.client_ca_file) throw new PluginError(kind, id, 'auth', 'requires tls.client_ca_file (client certificates)');
+}
+
+/**
+ * Splits an X.509 subjectAltName string as Node renders it ("DNS:a, URI:b", with values that
+ * contain separators JSON-quoted). A real tokenizer, so a crafted value cannot inject an entry.
+ */
+function altNames(san: string | undefined): { type: string; value: string }[] {
+  const out: { type: string; value: string }[] = [];
+  if (!san) return out;
+  let i = 0;
+  while (i < san.length) {
+    const colon = san.indexOf(':', i);
+    if (colon < 0) break;
+    const type = san.slice(i, colon).trim();
+    let j = colon + 1;
+    let value: string;
+    if (san[j] === '"') {
+      let k = j + 1;
+      while (k < san.length && san[k] !== '"') k += san[k] === '\\' ? 2 : 1;
+      try {
+        value = JSON.parse(san.slice(j, k + 1)) as string;
+      } catch {
+        value = san.slice(j + 1, k);
+      }
+      j = k + 1;
+    } else {
+      const comma = san.indexOf(',', j);
+      const end = comma < 0 ? san.length : comma;
+      value = san.slice(j, end);
+      j = end;
+    }
+    out.push({ type, value });
+    const next = san.indexOf(',', j);
+    if (next < 0) break;
+    i = next + 1;
+  }
+  return out;
+}
+
+/** The identities of the chosen kind in the peer's certificate. */
+export function peerIdentities(socket: TLSSocket, kind: IdentityKind): string[] {
+  const cert = socket.getPeerX509Certificate();
+  if (!cert) return [];
+  if (kind === 'cn') {
+    return cert.subject
+      .split('\n')
+      .filter((l) => l.startsWith('CN='))
+      .map((l) => l.slice(3));
+  }
+  const type = kind === 'san_dns' ? 'DNS' : kind === 'san_uri' ? 'URI' : 'email';
+  return altNames(cert.subjectAltName)
+    .filter((a) => a.type === type)
+    .map((a) => a.value);
+}
+
+export interface AuthorizerOptions {
+  readonly auth: AuthConfig | undefined;
+  readonly log: Logger;
+  readonly pipeline: string;
+  readonly plugin: string;
+  /** gets `auth_rejected` */
+  readonly counters: Counters;
+}
+
+/** Outcome of an authorisation: allowed (with identity when an auth block is set) or rejected. */
+export type AuthResult = { readonly ok: true; readonly identity?: string } | { readonly ok: false };
+
+/**
+ * Returns a check for accepted TLS sockets. Without an auth block every (handshaken) peer passes.
+ * A rejection is counted in `auth_rejected` and logged as WARN `Authorization rejected`.
+ */
+export function createAuthorizer(opts: AuthorizerOptions): (socket: TLSSocket) => AuthResult {
+  const auth = opts.auth;
+  if (!auth) return () => ({ ok: true });
+  const allow = new Set(auth.allow);
+  return (socket) => {
+    const ids = peerIdentities(socket, auth.identity);
+    const identity = ids.find((id) => allow.has(id));
+    if (identity !== undefined) return { ok: true, identity };
+    opts.counters.auth_rejected = (opts.counters.auth_rejected ?? 0) + 1;
+    opts.log.warn(
+      { pipeline: opts.pipeline, plugin: opts.plugin, identity: ids[0] ?? null, remote: remoteOf(socket) },
+      'Authorization rejected',
+    );
+    return { ok: false };
+  };
+}
