@@ -145,6 +145,8 @@ export function buildPipeline(cfg: PipelineConfig, opts: BuildOptions): Pipeline
       if (line === undefined) continue;
       const item: SinkItem = { entry, line };
       for (const r of runners) {
+        // a batch bigger than the queue must not be dropped for a sink that is idle and could take it now
+        if (r.sink.onFull === 'drop' && r.queue.full && !r.busy) pump(r);
         if (r.sink.onFull === 'drop' && r.queue.full) pipelineCounters.total_dropped_by_sink++;
         else r.queue.push(item);
       }

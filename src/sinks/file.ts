@@ -1,0 +1,114 @@
+// `file` sink: appends lines to `<name>.<n>.log` in `directory` (the highest n is current), one
+// write per batch, rotating at `max_size_mb` and pruning with the service log's rules.
+
+import { type FileHandle, mkdir, open } from 'node:fs/promises';
+import { join } from 'node:path';
+import { errorMessage } from '../core/errors.js';
+import { pluginConfig, SINK_QUEUE_FIELDS } from '../core/plugin-config.js';
+import { numberedFiles, pruneRotated } from '../core/prune.js';
+import type { OnFull, Sink, SinkFactory } from './types.js';
+
+/** How often retention is applied besides at each rotation, ms. */
+const PRUNE_INTERVAL_MS = 60_000;
+
+interface FileSinkConfig {
+  readonly directory: string;
+  readonly name: string;
+  readonly max_size_mb: number;
+  readonly max_total_size_mb: number;
+  readonly retention_hours: number;
+  readonly buffer_size: number;
+  readonly on_full: OnFull;
+}
+
+export const createFileSink: SinkFactory = (plugin, ctx): Sink => {
+  const cfg = pluginConfig<FileSinkConfig>('sink', plugin, {
+    directory: { t: 'string', required: true, nonEmpty: true },
+    name: { t: 'string', required: true, nonEmpty: true },
+    max_size_mb: { t: 'number', def: 100, min: 0.001 },
+    max_total_size_mb: { t: 'number', def: 1000, min: 0.001 },
+    retention_hours: { t: 'number', def: 168, min: 0 },
+    ...SINK_QUEUE_FIELDS,
+  });
+  const maxBytes = Math.floor(cfg.max_size_mb * 1024 * 1024);
+  const prune = () =>
+    pruneRotated({
+      directory: cfg.directory,
+      name: cfg.name,
+      maxTotalBytes: cfg.max_total_size_mb * 1024 * 1024,
+      retentionMs: cfg.retention_hours * 3600_000,
+    }).catch((err: unknown) => {
+      ctx.log.warn({ error: errorMessage(err) }, 'Pruning rotated files failed');
+      return [];
+    });
+  const counters = { rotations: 0, bytes_written: 0 };
+  let fh: FileHandle | undefined;
+  let n = 1;
+  let size = 0;
+  let writing: Promise<void> | undefined;
+  let pruneTimer: NodeJS.Timeout | undefined;
+  let closed = false;
+
+  const openCurrent = async () => {
+    fh = await open(join(cfg.directory, `${cfg.name}.${n}.log`), 'a');
+    size = (await fh.stat()).size;
+  };
+
+  const rotate = async () => {
+    await fh?.close();
+    fh = undefined;
+    n++;
+    counters.rotations++;
+    await openCurrent();
+    await prune();
+  };
+
+  const writeAll = async (data: Buffer) => {
+    if (size > 0 && size + data.length > maxBytes) await rotate();
+    if (!fh) await openCurrent();
+    let off = 0;
+    while (off < data.length) {
+      const { bytesWritten } = await fh!.write(data, off, data.length - off);
+      off += bytesWritten;
+    }
+    size += data.length;
+    counters.bytes_written += data.length;
+  };
+
+  return {
+    id: plugin.id,
+    type: 'file',
+    counters,
+    bufferSize: cfg.buffer_size,
+    onFull: cfg.on_full,
+    async open() {
+      await mkdir(cfg.directory, { recursive: true });
+      const files = await numberedFiles(cfg.directory, cfg.name);
+      n = files.at(-1)?.n ?? 1;
+      await openCurrent();
+      await prune();
+      pruneTimer = setInterval(() => void prune(), PRUNE_INTERVAL_MS);
+      pruneTimer.unref();
+    },
+    write(batch) {
+      if (closed) throw new Error('file sink is closed');
+      let text = '';
+      for (const item of batch) text += `${item.line}\n`;
+      const p = writeAll(Buffer.from(text));
+      writing = p.catch(() => undefined);
+      return p;
+    },
+    async close(deadline) {
+      if (closed) return;
+      closed = true;
+      if (pruneTimer) clearInterval(pruneTimer);
+      if (writing) {
+        let timer: NodeJS.Timeout | undefined;
+        await Promise.race([writing, new Promise<void>((r) => (timer = setTimeout(r, Math.max(0, deadline - Date.now()))))]);
+        clearTimeout(timer);
+      }
+      await fh?.close().catch(() => undefined);
+      fh = undefined;
+    },
+  };
+};
