@@ -8,6 +8,7 @@ import { loadConfig, type Overrides } from './config/load.js';
 import type { Config } from './config/schema.js';
 import { ConfigError, errorMessage, UsageError } from './core/errors.js';
 import { EXIT_CONFIG, runPrimary } from './primary/run.js';
+import { parseTailUrl, runTail } from './tail.js';
 
 const EXIT_USAGE = 2;
 const COMMANDS = ['run', 'check', 'tail'];
@@ -75,6 +76,22 @@ function main(argv: string[]): void {
       }
       process.stdout.write(`configuration ok: ${config.pipelines.length} pipelines\n`);
       process.exit(0);
+    });
+
+  prog
+    .command('tail <url>', 'Print the entries of an http sink stream; reconnects after the node closes it.')
+    .option('--ca', 'CA certificate (PEM) that verifies the server')
+    .option('--cert', 'Client certificate (PEM)')
+    .option('--key', 'Client key (PEM)')
+    .example('tail http://127.0.0.1:8080/stream')
+    .example('tail https://collector:8443/stream --ca ca.crt --cert me.crt --key me.key')
+    .action((url: string, opts: { ca?: unknown; cert?: unknown; key?: unknown }) => {
+      const file = (v: unknown) => (typeof v === 'string' ? v : undefined);
+      parseTailUrl(url);
+      runTail({ url, ca: file(opts.ca), cert: file(opts.cert), key: file(opts.key) }).then(
+        (code) => process.exit(code),
+        (err: unknown) => fail(1, errorMessage(err)),
+      );
     });
 
   // sade reports its own usage faults with exit 1; the contract says 2.

@@ -1,0 +1,233 @@
+// `http` sink: server-sent events on `stream_path` and this sink's status document on
+// `status_path` (DESIGN.md §8), over HTTP or HTTPS. Each stream client has its own bounded queue;
+// an entry is framed once and the frame shared by every client.
+
+import { readFileSync } from 'node:fs';
+import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
+import type { Socket } from 'node:net';
+import { pluginConfig } from '../core/plugin-config.js';
+import { ClientQueue } from '../net/client-queue.js';
+import { closeSession, openSession, type Session } from '../net/session.js';
+import {
+  authoriseSocket,
+  closeServer,
+  countHandshakeErrors,
+  KEEPALIVE_DELAY_MS,
+  listen,
+  NET_SINK_FIELDS,
+  type NetSinkConfig,
+  settleBy,
+} from '../net/sink-server.js';
+import { checkAuthConfig, createAuthorizer, serverTlsOptions } from '../net/tls.js';
+import type { Sink, SinkFactory } from './types.js';
+
+interface HttpSinkConfig extends NetSinkConfig {
+  readonly stream_path: string;
+  readonly status_path: string;
+  /** ms between `: ping` comments */
+  readonly heartbeat_interval_ms: number;
+}
+
+/** What a connection is: an open session, or refused by the allow list (every request gets 403). */
+type Connection = { readonly session: Session } | { readonly forbidden: true };
+
+interface StreamClient {
+  readonly res: ServerResponse;
+  readonly queue: ClientQueue;
+  readonly closed: Promise<void>;
+}
+
+const VERSION = (JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+const RETRY_MS = 2000;
+const PING = ': ping\n\n';
+const DISCONNECT = 'event: disconnect\ndata: {"reason":"closing"}\n\n';
+const LINE_BREAK = /\r\n|\r|\n/;
+
+/** One SSE event for an entry: `id:`, one `data:` line per line of the text (CR, LF, CRLF all split), blank line. */
+export function sseFrame(id: number, text: string): string {
+  if (text.indexOf('\n') < 0 && text.indexOf('\r') < 0) return `id: ${id}\ndata: ${text}\n\n`;
+  let frame = `id: ${id}\n`;
+  for (const line of text.split(LINE_BREAK)) frame += `data: ${line}\n`;
+  return `${frame}\n`;
+}
+
+function pathOf(url: string | undefined): string {
+  if (!url) return '/';
+  const q = url.indexOf('?');
+  return q < 0 ? url : url.slice(0, q);
+}
+
+export const createHttpSink: SinkFactory = (plugin, ctx): Sink => {
+  const cfg = pluginConfig<HttpSinkConfig>('sink', plugin, {
+    ...NET_SINK_FIELDS,
+    stream_path: { t: 'string', def: '/stream', nonEmpty: true },
+    status_path: { t: 'string', def: '/status', nonEmpty: true },
+    heartbeat_interval_ms: { t: 'number', def: 15000, int: true, min: 1 },
+  });
+  checkAuthConfig('sink', plugin.id, cfg.tls, cfg.auth);
+  const tlsOptions = serverTlsOptions('sink', plugin.id, cfg.tls);
+  const isTls = tlsOptions !== undefined;
+  const counters = { active_clients: 0, dropped_writes: 0, rejected_clients: 0, tls_handshake_errors: 0, auth_rejected: 0 };
+  const authorize = createAuthorizer({ auth: cfg.auth, log: ctx.log, pipeline: ctx.pipeline, plugin: plugin.id, counters });
+  const baseHeaders: Record<string, string> = cfg.auth ? {} : { 'Access-Control-Allow-Origin': '*' };
+  const connections = new WeakMap<Socket, Connection>();
+  const clients = new Set<StreamClient>();
+  let server: Server | undefined;
+  let heartbeat: NodeJS.Timeout | undefined;
+  let openedAt = Date.now();
+  let processed = 0;
+  let sequence = 0;
+  let closing: Promise<void> | undefined;
+
+  const sendJson = (res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void => {
+    const text = JSON.stringify(body);
+    res.writeHead(status, {
+      ...baseHeaders,
+      ...headers,
+      'Content-Type': 'application/json',
+      'Content-Length': String(Buffer.byteLength(text)),
+    });
+    res.end(text);
+  };
+
+  const statusDocument = () => ({
+    service: 'logrelay',
+    version: VERSION,
+    instance_id: plugin.id,
+    server: {
+      type: 'http',
+      host: cfg.host,
+      port: cfg.port,
+      tls: isTls,
+      active_clients: clients.size,
+      buffer_size: cfg.buffer_size,
+      client_buffer_size: cfg.client_buffer_size,
+      max_connections: cfg.max_connections,
+      write_timeout_ms: cfg.write_timeout_ms,
+      uptime_seconds: Math.floor((Date.now() - openedAt) / 1000),
+    },
+    endpoints: { stream: cfg.stream_path, status: cfg.status_path },
+    statistics: {
+      total_processed: processed,
+      dropped_writes: counters.dropped_writes,
+      rejected_clients: counters.rejected_clients,
+      auth_rejected: counters.auth_rejected,
+    },
+  });
+
+  const onConnection = (socket: Socket): void => {
+    socket.setKeepAlive(true, KEEPALIVE_DELAY_MS);
+    const auth = authoriseSocket(socket, isTls, authorize);
+    if (!auth.ok) {
+      connections.set(socket, { forbidden: true });
+      return;
+    }
+    const session = openSession(socket, isTls, ctx.log, auth.identity);
+    connections.set(socket, { session });
+    socket.once('close', () => closeSession(session, ctx.log));
+  };
+
+  const openStream = (res: ServerResponse, session: Session): void => {
+    if (closing) {
+      sendJson(res, 503, { error: 'shutting down' }, { Connection: 'close' });
+      return;
+    }
+    if (cfg.max_connections > 0 && clients.size >= cfg.max_connections) {
+      counters.rejected_clients++;
+      sendJson(res, 503, { error: 'too many clients' });
+      return;
+    }
+    res.writeHead(200, {
+      ...baseHeaders,
+      'Content-Type': 'text/event-stream',
+      'Cache-Control': 'no-cache',
+      'X-Accel-Buffering': 'no',
+    });
+    res.write(`retry: ${RETRY_MS}\n\nevent: connected\ndata: ${JSON.stringify({ client_id: session.id, instance_id: plugin.id })}\n\n`);
+    const queue = new ClientQueue(res, {
+      capacity: cfg.client_buffer_size,
+      writeTimeoutMs: cfg.write_timeout_ms,
+      onTimeout: () => res.destroy(),
+    });
+    const closed = new Promise<void>((resolve) =>
+      res.once('close', () => {
+        queue.close();
+        clients.delete(client);
+        counters.active_clients = clients.size;
+        resolve();
+      }),
+    );
+    const client: StreamClient = { res, queue, closed };
+    clients.add(client);
+    counters.active_clients = clients.size;
+  };
+
+  const onRequest = (req: IncomingMessage, res: ServerResponse): void => {
+    const conn = connections.get(req.socket);
+    if (!conn || 'forbidden' in conn) {
+      sendJson(res, 403, { error: 'forbidden' }, { Connection: 'close' });
+      return;
+    }
+    const path = pathOf(req.url);
+    if (path !== cfg.stream_path && path !== cfg.status_path) {
+      sendJson(res, 404, { error: 'not found' });
+      return;
+    }
+    if (req.method !== 'GET') {
+      sendJson(res, 405, { error: 'method not allowed' }, { Allow: 'GET' });
+      return;
+    }
+    if (path === cfg.status_path) sendJson(res, 200, statusDocument());
+    else openStream(res, conn.session);
+  };
+
+  return {
+    id: plugin.id,
+    type: 'http',
+    counters,
+    bufferSize: cfg.buffer_size,
+    onFull: cfg.on_full,
+    async open() {
+      const srv = tlsOptions ? createHttpsServer(tlsOptions, onRequest) : createHttpServer(onRequest);
+      srv.on(isTls ? 'secureConnection' : 'connection', onConnection);
+      if (isTls) countHandshakeErrors(srv, counters);
+      await listen(srv, plugin.id, cfg.host, cfg.port);
+      server = srv;
+      openedAt = Date.now();
+      heartbeat = setInterval(() => {
+        for (const c of clients) c.queue.ping(PING);
+      }, cfg.heartbeat_interval_ms);
+      heartbeat.unref();
+    },
+    write(batch) {
+      processed += batch.length;
+      if (clients.size === 0) {
+        sequence += batch.length;
+        return;
+      }
+      const frames = new Array<string>(batch.length);
+      for (let i = 0; i < batch.length; i++) frames[i] = sseFrame(++sequence, batch[i]!.line);
+      for (const c of clients) counters.dropped_writes += c.queue.push(frames);
+    },
+    close(deadline) {
+      closing ??= (async () => {
+        if (heartbeat) clearInterval(heartbeat);
+        const stopped = closeServer(server);
+        // Flush each stream, announce the close, end it; whoever is still open at the deadline is cut.
+        await settleBy(
+          [...clients].map(async (c) => {
+            await c.queue.flushed();
+            const socket = c.res.socket;
+            c.res.end(DISCONNECT, () => socket?.end());
+            await c.closed;
+          }),
+          deadline,
+        );
+        server?.closeAllConnections();
+        await stopped;
+      })();
+      return closing;
+    },
+  };
+};
