@@ -8,7 +8,8 @@ import type { LoggingConfig } from '../config/schema.js';
 import { createLogger, type Logger } from '../core/log.js';
 import { pruneRotated } from '../core/prune.js';
 
-const PRUNE_INTERVAL_MS = 2000;
+/** How often rotated files are pruned: the total can pass its bound by what is written in this time. */
+const PRUNE_INTERVAL_MS = 500;
 
 export interface ServiceLog {
   readonly logger: Logger;

@@ -4,7 +4,7 @@
 
 import cluster, { type Worker } from 'node:cluster';
 import { fileURLToPath } from 'node:url';
-import type { Config, PipelineConfig } from '../config/schema.js';
+import type { Config, LogLevel, PipelineConfig } from '../config/schema.js';
 import type { PipelineCounters } from '../core/counters.js';
 import { errorMessage } from '../core/errors.js';
 import type { Logger } from '../core/log.js';
@@ -31,6 +31,9 @@ class PipelineWorker {
   state: WorkerState = 'building';
   /** set before a planned stop, so the exit is not taken for a crash */
   planned = false;
+  /** the worker said `ready`: orders sent before that could be lost while its module loads */
+  ready = false;
+  private stopTimeoutMs = 0;
   startedAt = 0;
   counters: PipelineCounters | undefined;
   readonly built: Promise<void>;
@@ -64,6 +67,13 @@ class PipelineWorker {
     if (this.state !== 'exited' && this.worker.isConnected()) this.worker.send(msg);
   }
 
+  /** First order once the worker listens: build, or stop if a stop was asked for meanwhile. */
+  onReady(level: LogLevel | 'silent'): void {
+    this.ready = true;
+    if (this.planned) this.send({ type: 'stop', timeout_ms: this.stopTimeoutMs });
+    else this.send({ type: 'build', generation: this.generation, pipeline: this.pipeline, level });
+  }
+
   onBuilt(): void {
     this.state = 'built';
     this.resolveBuilt();
@@ -88,7 +98,8 @@ class PipelineWorker {
     this.planned = true;
     if (this.state !== 'exited') {
       this.state = 'stopping';
-      this.send({ type: 'stop', timeout_ms: timeoutMs });
+      this.stopTimeoutMs = timeoutMs;
+      if (this.ready) this.send({ type: 'stop', timeout_ms: timeoutMs });
       let timer: NodeJS.Timeout | undefined;
       const killed = await Promise.race([
         this.exited.then(() => false),
@@ -103,7 +114,8 @@ class PipelineWorker {
         return { abandoned: this.stopped?.abandoned ?? 0, clean: false };
       }
     }
-    return this.stopped ?? { abandoned: 0, clean: false };
+    // A worker that exited before reporting (stopped while still building) had nothing to drain.
+    return this.stopped ?? { abandoned: 0, clean: true };
   }
 
   kill(): void {
@@ -176,7 +188,7 @@ export class Supervisor {
   private onMessage(pw: PipelineWorker, msg: FromWorker): void {
     switch (msg.type) {
       case 'ready':
-        pw.send({ type: 'build', generation: pw.generation, pipeline: pw.pipeline, level: this.opts.log.level });
+        pw.onReady(this.opts.log.level);
         return;
       case 'log':
         this.opts.log.writeLines(msg.lines);
@@ -267,6 +279,8 @@ export class Supervisor {
     this.generation = 1;
     const workers = this.config.pipelines.map((p) => this.fork(p, this.generation));
     const results = await Promise.allSettled(workers.map((w) => Promise.race([w.built, this.awaitBuilt([w])])));
+    // A signal during start: shutdown() is already stopping these workers.
+    if (this.shuttingDown) return true;
     let ok = true;
     results.forEach((r, i) => {
       if (r.status === 'rejected') {

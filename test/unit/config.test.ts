@@ -1,0 +1,125 @@
+import test from 'ava';
+import { envOverrides, interpolate, loadConfig } from '../../src/config/load.js';
+import { splitArgs } from '../../src/cli-args.js';
+import { ConfigError, UsageError } from '../../src/core/errors.js';
+import { tempDir } from '../helpers/node.js';
+
+const MIN = `
+[[pipelines]]
+name = "app"
+[[pipelines.plugin_sources]]
+type = "random"
+[[pipelines.plugin_sinks]]
+type = "null"
+`;
+
+function load(text: string, env: NodeJS.ProcessEnv = {}, flags = new Map<string, string | number | boolean>()) {
+  const dir = tempDir();
+  try {
+    return loadConfig({ file: dir.file('c.toml', text), env, flags });
+  } finally {
+    dir.remove();
+  }
+}
+
+test('defaults of the contract are applied and the result is frozen', (t) => {
+  const c = load(MIN);
+  t.is(c.shutdown_timeout_ms, 5000);
+  t.is(c.status_interval_ms, 30000);
+  t.is(c.logging.level, 'info');
+  t.is(c.logging.file.max_size_mb, 100);
+  t.is(c.logging.file.retention_hours, 168);
+  t.is(c.pipelines[0]!.plugin_sources[0]!.id, 'random', 'id defaults to the type');
+  t.is(c.pipelines[0]!.flow.format.type, 'raw');
+  t.true(Object.isFrozen(c) && Object.isFrozen(c.pipelines[0]) && Object.isFrozen(c.logging.file));
+});
+
+const unknownKeys: [string, string][] = [
+  [`colour = 1\n${MIN}`, 'colour: unknown key'],
+  [`${MIN}\n[pipelines.flow.format]\ntype = "raw"\nextra = 2`, 'pipelines[0].flow.format.extra: unknown key'],
+  [`[logging.file]\nsize = 3\n${MIN}`, 'logging.file.size: unknown key'],
+  [`${MIN}\n[[pipelines.flow.filters]]\npatterns = ["a"]\nmode = "x"`, 'pipelines[0].flow.filters[0].mode: unknown key'],
+];
+for (const [text, message] of unknownKeys) {
+  test(`unknown key is refused with its full path: ${message}`, (t) => {
+    const err = t.throws(() => load(text), { instanceOf: ConfigError });
+    t.is(err?.message, message);
+  });
+}
+
+test('wrong types and values name the key path', (t) => {
+  t.throws(() => load(`quiet = "yes"\n${MIN}`), { message: 'quiet: must be a boolean, got string' });
+  t.throws(() => load(`[logging]\nlevel = "loud"\n${MIN}`), { message: /^logging\.level: must be one of/ });
+  t.throws(() => load('quiet = true'), { message: 'pipelines: needs at least 1 entry' });
+});
+
+test('two listeners on one port and two file sinks on one file are refused', (t) => {
+  const two = (a: string, b: string) => `
+[[pipelines]]
+name = "a"
+[[pipelines.plugin_sources]]
+type = "random"
+[[pipelines.plugin_sinks]]
+${a}
+[[pipelines]]
+name = "b"
+[[pipelines.plugin_sources]]
+type = "random"
+[[pipelines.plugin_sinks]]
+${b}
+`;
+  t.throws(() => load(two('type = "tcp"\nconfig = { port = 9000 }', 'type = "http"\nconfig = { host = "127.0.0.1", port = 9000 }')), {
+    message: /pipelines\[1\]\.plugin_sinks\[0\]\.config\.port: 127\.0\.0\.1:9000 is already used/,
+  });
+  t.notThrows(() => load(two('type = "tcp"\nconfig = { host = "127.0.0.1", port = 9000 }', 'type = "tcp"\nconfig = { host = "127.0.0.2", port = 9000 }')));
+  t.throws(() => load(two('type = "file"\nconfig = { directory = "/tmp/x", name = "n" }', 'type = "file"\nconfig = { directory = "/tmp/x/", name = "n" }')), {
+    message: /already written/,
+  });
+});
+
+test('interpolation: defaults, required, literal $ and comment lines', (t) => {
+  const env = { HOST: 'relay', EMPTY: '' };
+  t.is(interpolate('a = "${HOST}"', env), 'a = "relay"');
+  t.is(interpolate('a = "${NOPE:-127.0.0.1}"', env), 'a = "127.0.0.1"');
+  t.is(interpolate('a = "${EMPTY:-x}"', env), 'a = "x"');
+  t.is(interpolate('a = "${EMPTY-x}"', env), 'a = ""');
+  t.is(interpolate('a = "${NOPE-x}"', env), 'a = "x"');
+  t.is(interpolate('a = "$$HOME"', env), 'a = "$HOME"');
+  t.is(interpolate('# uses ${NOPE}', env), '# uses ${NOPE}');
+  t.throws(() => interpolate('x = 1\na = "${NOPE}"', env), { message: /line 2: \$\{NOPE\}: variable NOPE is not set/ });
+  t.throws(() => interpolate('a = "${NOPE:?set the relay host}"', env), { message: /set the relay host/ });
+  t.throws(() => interpolate('a = "${Q}"', { Q: 'a"b' }), { message: /double quote/ });
+  t.throws(() => interpolate('a = "${Q}"', { Q: 'a\nb' }), { message: /newline/ });
+});
+
+test('interpolated numbers and strings are typed by TOML', (t) => {
+  const c = load(`shutdown_timeout_ms = \${T:-1234}\n[logging.file]\nname = "\${N:-007}"\n${MIN}`);
+  t.is(c.shutdown_timeout_ms, 1234);
+  t.is(c.logging.file.name, '007');
+});
+
+test('environment overrides are derived from the schema, unprefixed', (t) => {
+  const env = { LOGGING_LEVEL: 'debug', LOGGING_FILE_MAX_SIZE_MB: '5', QUIET: 'true', LOGRELAY_SHUTDOWN_TIMEOUT_MS: '1', PIPELINES_0_NAME: 'x' };
+  const o = envOverrides(env);
+  t.deepEqual(Object.fromEntries(o), { 'logging.level': 'debug', 'logging.file.max_size_mb': 5, quiet: true });
+  const c = load(MIN, env);
+  t.is(c.logging.level, 'debug');
+  t.is(c.shutdown_timeout_ms, 5000);
+  t.is(c.pipelines[0]!.name, 'app');
+});
+
+test('precedence: command line > environment > file', (t) => {
+  const text = `[logging]\nlevel = "warn"\n${MIN}`;
+  t.is(load(text).logging.level, 'warn');
+  t.is(load(text, { LOGGING_LEVEL: 'error' }).logging.level, 'error');
+  t.is(load(text, { LOGGING_LEVEL: 'error' }, new Map([['logging.level', 'debug']])).logging.level, 'debug');
+});
+
+test('command-line overrides are typed by the schema', (t) => {
+  const { rest, overrides } = splitArgs(['-c', 'f.toml', '--logging.level=debug', '--logging.file.name', '007', '--shutdown_timeout_ms=10', '--quiet']);
+  t.deepEqual(rest, ['-c', 'f.toml']);
+  t.deepEqual(Object.fromEntries(overrides), { 'logging.level': 'debug', 'logging.file.name': '007', shutdown_timeout_ms: 10, quiet: true });
+  t.throws(() => splitArgs(['--pipelines.0.name=x']), { instanceOf: UsageError, message: /inside arrays/ });
+  t.throws(() => splitArgs(['--nope=1']), { instanceOf: UsageError, message: 'unknown option --nope' });
+  t.throws(() => splitArgs(['--shutdown_timeout_ms=soon']), { instanceOf: UsageError, message: /--shutdown_timeout_ms: expected a number/ });
+});
