@@ -1,0 +1,64 @@
+// `logrelay tail URL` (DESIGN.md §2) against a running node: prints entries, survives a reload of
+// that node by reconnecting, and exits 1 with a message on a 404 or a non-stream answer.
+
+import test from 'ava';
+import { freePort, spawnNode, tempDir, waitFor } from '../helpers/node.js';
+
+test.serial('tail prints entries, reconnects across a reload, and exits 1 on 404 or a wrong content type', async (t) => {
+  const dir = tempDir();
+  const port = await freePort();
+  const file = dir.file(
+    'node.toml',
+    `
+[[pipelines]]
+name = "web"
+[[pipelines.plugin_sources]]
+type = "random"
+[pipelines.plugin_sources.config]
+interval_ms = 50
+length = 4
+[[pipelines.plugin_sinks]]
+id = "web"
+type = "http"
+[pipelines.plugin_sinks.config]
+host = "127.0.0.1"
+port = ${port}
+`,
+  );
+  const node = spawnNode(['-c', file]);
+  const base = `http://127.0.0.1:${port}`;
+  const tail = spawnNode(['tail', `${base}/stream`]);
+  t.teardown(() => {
+    tail.child.kill('SIGKILL');
+    node.child.kill('SIGKILL');
+    dir.remove();
+  });
+  const connects = () => tail.errText.filter((l) => l.includes('connected to')).length;
+  await waitFor(() => connects() === 1 && tail.out.length >= 5, 'tail prints entries');
+  for (const line of tail.out) t.regex(line, /^[a-z]+( [a-z]+){3}$/);
+
+  node.signal('SIGHUP');
+  await waitFor(() => node.records.some((r) => r.msg === 'Configuration reloaded'), 'node reloaded');
+  await waitFor(() => connects() === 2, 'tail reconnected to the new generation');
+  const seen = tail.out.length;
+  await waitFor(() => tail.out.length >= seen + 5, 'tail keeps printing after the reload');
+  t.is(tail.child.exitCode, null);
+
+  const missing = spawnNode(['tail', `${base}/nope`]);
+  const r404 = await missing.exited;
+  t.is(r404.code, 1);
+  t.true(
+    missing.errText.some((l) => l.includes('404')),
+    missing.errText.join('\n'),
+  );
+
+  const notStream = spawnNode(['tail', `${base}/status`]);
+  t.is((await notStream.exited).code, 1);
+  t.true(
+    notStream.errText.some((l) => l.includes('text/event-stream')),
+    notStream.errText.join('\n'),
+  );
+
+  await tail.stop();
+  t.is(await node.stop(), 0);
+});
