@@ -2,7 +2,8 @@
 // Certificate files are read when the plugin is built, so a reload (SIGHUP) rotates them.
 
 import { readFileSync } from 'node:fs';
-import type { ConnectionOptions, SecureVersion, TLSSocket, TlsOptions } from 'node:tls';
+import { isIP } from 'node:net';
+import { type ConnectionOptions, checkServerIdentity, type SecureVersion, type TLSSocket, type TlsOptions } from 'node:tls';
 import type { Fields } from '../config/spec.js';
 import type { Counters } from '../core/counters.js';
 import { errorMessage, type PluginKind, PluginError } from '../core/errors.js';
@@ -85,7 +86,11 @@ export function serverTlsOptions(kind: PluginKind, id: string, tls: TlsConfig): 
 /** Client options for a dialer, or undefined when TLS is off. Reads the files now. */
 export function clientTlsOptions(kind: PluginKind, id: string, tls: TlsConfig, host: string): ConnectionOptions | undefined {
   if (!tls.enabled) return undefined;
-  const opts: ConnectionOptions = { minVersion: version(tls.min_version), servername: tls.server_name ?? host };
+  const name = tls.server_name ?? host;
+  const opts: ConnectionOptions = { minVersion: version(tls.min_version) };
+  // SNI may not carry an IP address (RFC 6066; Node warns with DEP0123): an IP name is only verified.
+  if (isIP(name) === 0) opts.servername = name;
+  else if (name !== host) opts.checkServerIdentity = (_host, cert) => checkServerIdentity(name, cert);
   if (tls.ca_file) opts.ca = readPem(kind, id, 'ca_file', tls.ca_file);
   if (tls.cert_file || tls.key_file) {
     opts.cert = readPem(kind, id, 'cert_file', tls.cert_file);
@@ -175,15 +180,17 @@ export function createAuthorizer(opts: AuthorizerOptions): (socket: TLSSocket) =
   const auth = opts.auth;
   if (!auth) return () => ({ ok: true });
   const allow = new Set(auth.allow);
+  // A child logger that already binds pipeline/plugin would otherwise write each key twice.
+  const bound = opts.log.bindings();
+  const where: Record<string, string> = {};
+  if (bound.pipeline === undefined) where.pipeline = opts.pipeline;
+  if (bound.plugin === undefined) where.plugin = opts.plugin;
   return (socket) => {
     const ids = peerIdentities(socket, auth.identity);
     const identity = ids.find((id) => allow.has(id));
     if (identity !== undefined) return { ok: true, identity };
     opts.counters.auth_rejected = (opts.counters.auth_rejected ?? 0) + 1;
-    opts.log.warn(
-      { pipeline: opts.pipeline, plugin: opts.plugin, identity: ids[0] ?? null, remote: remoteOf(socket) },
-      'Authorization rejected',
-    );
+    opts.log.warn({ ...where, identity: ids[0] ?? null, remote: remoteOf(socket) }, 'Authorization rejected');
     return { ok: false };
   };
 }
