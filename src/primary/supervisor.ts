@@ -88,9 +88,9 @@ class PipelineWorker {
   }
 
   onExit(code: number | null, signal: string | null): void {
-    const wasBuilding = this.state === 'building';
     this.state = 'exited';
-    if (wasBuilding) this.rejectBuilt(new Error(`pipeline process exited during build (code ${code}, signal ${signal})`));
+    // No-op when already built; otherwise whoever waits for `built` learns now, not at the deadline.
+    this.rejectBuilt(new Error(`pipeline process exited during build (code ${code}, signal ${signal})`));
   }
 
   /** Asks the worker to drain and exit; kills it if it has not exited by the deadline. */
