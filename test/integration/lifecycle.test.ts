@@ -1,0 +1,371 @@
+// Reload, crash isolation, shutdown and `check`, each by spawning bin/logrelay.js (issue 4).
+
+import { appendFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import test from 'ava';
+import { childPids, isAlive, type RunningNode, sleep, spawnNode, tempDir, waitFor } from '../helpers/node.js';
+
+const filePipeline = (name: string, dir: string, filter = 'NEVER-MATCHES') => `
+[[pipelines]]
+name = "${name}"
+[[pipelines.flow.filters]]
+type = "exclude"
+patterns = ["${filter}"]
+[[pipelines.plugin_sources]]
+id = "tail"
+type = "file"
+config = { directory = "${dir}", from = "start", check_interval_ms = 200 }
+[[pipelines.plugin_sinks]]
+id = "out"
+type = "stdout"
+`;
+
+const randomPipeline = (name: string, words: number, interval = 20) => `
+[[pipelines]]
+name = "${name}"
+[[pipelines.plugin_sources]]
+type = "random"
+config = { interval_ms = ${interval}, length = ${words} }
+[[pipelines.plugin_sinks]]
+id = "out"
+type = "stdout"
+`;
+
+/** A background writer appending numbered lines `<prefix>-<n>` every few ms. */
+function startWriter(file: string, prefix: string, everyMs = 4) {
+  let n = 0;
+  let stopped = false;
+  const done = (async () => {
+    while (!stopped && n < 20_000) {
+      appendFileSync(file, `${prefix}-${String(++n).padStart(6, '0')}\n`);
+      await sleep(everyMs);
+    }
+  })();
+  return {
+    get count() {
+      return n;
+    },
+    async stop() {
+      stopped = true;
+      await done;
+      return n;
+    },
+  };
+}
+
+function countsOf(lines: readonly string[], prefix: string): Map<number, number> {
+  const counts = new Map<number, number>();
+  for (const l of lines) {
+    if (!l.startsWith(`${prefix}-`)) continue;
+    const n = Number(l.slice(prefix.length + 1));
+    counts.set(n, (counts.get(n) ?? 0) + 1);
+  }
+  return counts;
+}
+
+function assertExactlyOnce(t: import('ava').ExecutionContext, lines: readonly string[], prefix: string, total: number) {
+  const counts = countsOf(lines, prefix);
+  const missing: number[] = [];
+  const dup: number[] = [];
+  for (let i = 1; i <= total; i++) {
+    const c = counts.get(i) ?? 0;
+    if (c === 0) missing.push(i);
+    if (c > 1) dup.push(i);
+  }
+  t.deepEqual(missing.slice(0, 20), [], `missing ${missing.length} of ${total}`);
+  t.deepEqual(dup.slice(0, 20), [], `duplicated ${dup.length} of ${total}`);
+}
+
+const reloaded = (node: RunningNode) => node.records.filter((r) => r.msg === 'Configuration reloaded').length;
+
+test.serial('five reloads while a file grows: every line arrives exactly once', async (t) => {
+  const dir = tempDir();
+  t.teardown(() => dir.remove());
+  const logs = join(dir.path, 'app logs');
+  const other = join(dir.path, 'other');
+  for (const d of [logs, other]) (await import('node:fs')).mkdirSync(d);
+  writeFileSync(join(other, 'b.log'), '');
+  const cfgFile = join(dir.path, 'node.toml');
+  const configs = [
+    filePipeline('app', logs),
+    filePipeline('app', logs, 'ALSO-NEVER') + filePipeline('side', other),
+    filePipeline('app', logs),
+    filePipeline('app', logs, 'STILL-NEVER') + filePipeline('side', other),
+    filePipeline('app', logs, 'NOPE'),
+    filePipeline('app', logs),
+  ];
+  writeFileSync(cfgFile, configs[0]!);
+  const node = spawnNode(['-c', cfgFile]);
+  t.teardown(() => node.signal('SIGKILL'));
+  await waitFor(() => node.records.some((r) => r.msg === 'Starting pipeline'), 'started');
+  const writer = startWriter(join(logs, 'app.log'), 'line');
+  for (let i = 1; i <= 5; i++) {
+    await sleep(400);
+    writeFileSync(cfgFile, configs[i]!);
+    node.signal('SIGHUP');
+    await waitFor(() => reloaded(node) === i, `reload ${i} done`);
+  }
+  await sleep(300);
+  const total = await writer.stop();
+  await waitFor(() => countsOf(node.out, 'line').size >= total, `all ${total} lines arrive`, 20_000);
+  await sleep(500); // a duplicate would arrive with the last batch
+  t.true(total > 300, `the writer wrote ${total} lines during the reloads`);
+  assertExactlyOnce(t, node.out, 'line', total);
+  t.deepEqual(
+    node.records.filter((r) => r.level === 'error'),
+    [],
+  );
+  t.is(await node.stop(), 0);
+});
+
+test.serial('a failed reload keeps the old pipelines; removing and adding pipelines stops and starts workers', async (t) => {
+  const dir = tempDir();
+  t.teardown(() => dir.remove());
+  const cfgFile = dir.file('node.toml', randomPipeline('a', 3) + randomPipeline('b', 5));
+  const node = spawnNode(['-c', cfgFile]);
+  t.teardown(() => node.signal('SIGKILL'));
+  const pidsOf = async (n: number) =>
+    waitFor(async () => {
+      const p = await childPids(node.child.pid!);
+      return p.length === n ? p : undefined;
+    }, `${n} workers`);
+  const before = await pidsOf(2);
+
+  // A sink whose port is 0: the new generation fails to build, the old one keeps delivering.
+  writeFileSync(
+    cfgFile,
+    `${randomPipeline('a', 3)}[[pipelines]]
+name = "b"
+[[pipelines.plugin_sources]]
+type = "random"
+[[pipelines.plugin_sinks]]
+type = "tcp"
+config = { host = "127.0.0.1", port = 0 }
+`,
+  );
+  node.signal('SIGHUP');
+  const failure = await waitFor(
+    () => node.records.find((r) => r.msg === 'Failed to bootstrap new service, keeping old service running'),
+    'reload failure logged',
+  );
+  t.regex(String(failure.error), /port: must be 1 to 65535, got 0/);
+  t.is(failure.level, 'error');
+  const seen = node.out.length;
+  await waitFor(() => node.out.slice(seen).filter((l) => l.split(' ').length === 5).length >= 5, 'pipeline b still delivers');
+  t.deepEqual((await childPids(node.child.pid!)).sort(), before.sort(), 'the old workers are untouched');
+
+  // Remove b: its worker stops.
+  writeFileSync(cfgFile, randomPipeline('a', 3));
+  node.signal('SIGHUP');
+  await waitFor(() => reloaded(node) === 1, 'reload without b');
+  await pidsOf(1);
+  t.true(before.every((p) => !isAlive(p)), 'the old generation exited');
+  const afterRemove = node.out.length;
+  await waitFor(() => node.out.length > afterRemove + 10, 'a keeps delivering');
+  t.false(
+    node.out.slice(afterRemove + 5).some((l) => l.split(' ').length === 5),
+    'b stopped',
+  );
+
+  // Add c: it starts.
+  writeFileSync(cfgFile, randomPipeline('a', 3) + randomPipeline('c', 7));
+  node.signal('SIGHUP');
+  await waitFor(() => reloaded(node) === 2, 'reload with c');
+  await pidsOf(2);
+  await waitFor(() => node.out.some((l) => l.split(' ').length === 7), 'c delivers');
+  t.truthy(node.records.find((r) => r.msg === 'Starting pipeline' && r.pipeline === 'c' && r.generation === 3));
+  t.is(await node.stop(), 0);
+});
+
+test.serial('SIGKILL of one pipeline worker: the other goes on without a gap, the killed one restarts and reads what was written meanwhile', async (t) => {
+  const dir = tempDir();
+  t.teardown(() => dir.remove());
+  const logs = join(dir.path, 'logs');
+  (await import('node:fs')).mkdirSync(logs);
+  const appLog = join(logs, 'app.log');
+  writeFileSync(appLog, '');
+  const cfgFile = dir.file('node.toml', `status_interval_ms = 500\n${filePipeline('files', logs)}${randomPipeline('steady', 4, 50)}`);
+  const node = spawnNode(['-c', cfgFile, '--logging.level=debug']);
+  t.teardown(() => node.signal('SIGKILL'));
+  const steadyTimes: number[] = [];
+  node.child.stdout!.on('data', (chunk: Buffer) => {
+    for (const l of chunk.toString().split('\n')) if (l.split(' ').length === 4) steadyTimes.push(Date.now());
+  });
+  await waitFor(() => node.records.filter((r) => r.msg === 'Starting pipeline').length === 2, 'both started');
+  appendFileSync(appLog, 'line-000001\nline-000002\n');
+  await waitFor(() => countsOf(node.out, 'line').size === 2, 'first lines');
+  await sleep(1200); // let a stats message carry the position past line 2
+
+  const workers = await childPids(node.child.pid!);
+  const starting = node.records.filter((r) => r.msg === 'Starting pipeline');
+  // The supervisor forks pipelines in configuration order, so `files` has the lower pid; the
+  // crash record below confirms which pipeline died.
+  const filesPid = Math.min(...workers);
+  t.is(starting.length, 2);
+  const killedAt = Date.now();
+  process.kill(filesPid, 'SIGKILL');
+  appendFileSync(appLog, 'line-000003\nline-000004\n');
+  const crash = await waitFor(() => node.records.find((r) => r.msg === 'Pipeline process exited unexpectedly'), 'crash logged');
+  t.is(crash.pipeline, 'files');
+  t.is(crash.code, null);
+  t.is(crash.signal, 'SIGKILL');
+  await waitFor(() => countsOf(node.out, 'line').size === 4, 'lines written after the kill arrive');
+  assertExactlyOnce(t, node.out, 'line', 4);
+  await waitFor(
+    () => node.records.some((r) => r.msg === 'status report' && r.pipeline === 'files' && r.restarts === 1),
+    'restarts counted',
+  );
+  const window = steadyTimes.filter((x) => x >= killedAt - 1000);
+  let maxGap = 0;
+  for (let i = 1; i < window.length; i++) maxGap = Math.max(maxGap, window[i]! - window[i - 1]!);
+  t.true(window.length > 20, 'steady kept producing');
+  t.true(maxGap < 1000, `largest gap in the other pipeline's output: ${maxGap} ms`);
+  t.is(await node.stop(), 0);
+});
+
+test.serial('a worker that crashes in a loop is restarted with growing delays', async (t) => {
+  const dir = tempDir();
+  t.teardown(() => dir.remove());
+  const node = spawnNode(['-c', dir.file('node.toml', randomPipeline('loop', 3))]);
+  t.teardown(() => node.signal('SIGKILL'));
+  const starts = () => node.records.filter((r) => r.msg === 'Starting pipeline').map((r) => Date.parse(String(r.time)));
+  const killed = new Set<number>();
+  for (let round = 1; round <= 5; round++) {
+    const pid = await waitFor(async () => {
+      if (starts().length < round) return undefined;
+      const p = await childPids(node.child.pid!);
+      return p.find((x) => !killed.has(x));
+    }, `worker of round ${round}`);
+    killed.add(pid);
+    process.kill(pid, 'SIGKILL');
+  }
+  await waitFor(() => starts().length >= 6, 'sixth start', 30_000);
+  const s = starts();
+  const gaps = s.slice(1).map((x, i) => x - s[i]!);
+  t.log('gaps between starts (ms):', gaps.join(', '));
+  // Backoff 250, 500, 1000, 2000, 4000 ms plus build time: each gap longer than the one before.
+  for (let i = 1; i < gaps.length; i++) t.true(gaps[i]! > gaps[i - 1]!, `gap ${i} grows: ${gaps.join(', ')}`);
+  t.true(gaps.at(-1)! >= 4000);
+  t.is(node.records.filter((r) => r.msg === 'Pipeline process exited unexpectedly').length, 5);
+  t.is(await node.stop(), 0);
+});
+
+test.serial('shutdown cut short by a stalled stdout exits 1 and logs the abandoned count; a second SIGTERM exits at once', async (t) => {
+  const dir = tempDir();
+  t.teardown(() => dir.remove());
+  const cfg = (timeout: number) =>
+    dir.file(
+      `stall-${timeout}.toml`,
+      `shutdown_timeout_ms = ${timeout}
+[[pipelines]]
+name = "stall"
+[[pipelines.plugin_sources]]
+type = "random"
+config = { interval_ms = 5, entries_per_tick = 200, length = 20 }
+[[pipelines.plugin_sinks]]
+type = "stdout"
+`,
+    );
+  const node = spawnNode(['-c', cfg(1000)]);
+  t.teardown(() => node.signal('SIGKILL'));
+  await waitFor(() => node.out.length > 0, 'output');
+  node.child.stdout!.pause(); // nobody reads: the pipe fills, the sink stalls
+  await sleep(1500);
+  const t0 = Date.now();
+  node.signal('SIGTERM');
+  const rec = await waitFor(() => node.records.find((r) => r.msg === 'Drain deadline passed, entries abandoned'), 'abandoned logged');
+  t.is(rec.level, 'error');
+  t.is(rec.pipeline, 'stall');
+  t.true(Number(rec.abandoned) > 0);
+  node.child.stdout!.resume();
+  t.is((await node.exited).code, 1);
+  t.true(Date.now() - t0 < 5000, 'the deadline bounded the drain');
+
+  const second = spawnNode(['-c', cfg(60_000)]);
+  t.teardown(() => second.signal('SIGKILL'));
+  await waitFor(() => second.out.length > 0, 'output');
+  second.child.stdout!.pause();
+  await sleep(1500);
+  const t1 = Date.now();
+  second.signal('SIGTERM');
+  await waitFor(() => second.records.some((r) => r.msg === 'Shutting down'), 'first signal taken');
+  second.signal('SIGTERM');
+  const { code } = await second.exited;
+  t.true(Date.now() - t1 < 5000, 'exited at once, not after the 60 s deadline');
+  t.not(code, 0);
+  const workers = await childPids(second.child.pid!);
+  t.deepEqual(workers, []);
+});
+
+test.serial('check builds every plugin without binding: ok with the count, or every error with exit 78', async (t) => {
+  const dir = tempDir();
+  t.teardown(() => dir.remove());
+  // A port in use by the test itself: check must not try to bind it.
+  const { createServer } = await import('node:net');
+  const busy = createServer();
+  await new Promise<void>((resolve) => busy.listen(0, '127.0.0.1', resolve));
+  t.teardown(() => busy.close());
+  const port = (busy.address() as { port: number }).port;
+  const ok = dir.file(
+    'ok.toml',
+    `${randomPipeline('a', 3)}[[pipelines]]
+name = "b"
+[[pipelines.plugin_sources]]
+type = "random"
+[[pipelines.plugin_sinks]]
+type = "tcp"
+config = { host = "127.0.0.1", port = ${port} }
+`,
+  );
+  const good = spawnNode(['check', '-c', ok]);
+  t.is((await good.exited).code, 0);
+  t.deepEqual(good.out, ['configuration ok: 2 pipelines']);
+
+  const bad = dir.file(
+    'bad.toml',
+    `[[pipelines]]
+name = "a"
+[[pipelines.flow.filters]]
+patterns = ["ok", "(unclosed"]
+[[pipelines.plugin_sources]]
+type = "random"
+config = { interval_ms = 0 }
+[[pipelines.plugin_sinks]]
+id = "out"
+type = "stdout"
+config = { target = "nowhere" }
+[[pipelines]]
+name = "b"
+[[pipelines.plugin_sources]]
+type = "random"
+[[pipelines.plugin_sinks]]
+id = "net"
+type = "tcp"
+config = { port = 70000 }
+`,
+  );
+  const failing = spawnNode(['check', '-c', bad]);
+  t.is((await failing.exited).code, 78);
+  const text = failing.errText.join('\n');
+  t.regex(text, /pipeline a: filters\[0\]\.patterns\[1\]: invalid regular expression/);
+  t.regex(text, /pipeline a: failed to create sink out: target: must be one of/);
+  t.regex(text, /pipeline a: failed to create source random: interval_ms: must be >= 1, got 0/);
+  t.regex(text, /pipeline b: failed to create sink net: port: must be 1 to 65535, got 70000/);
+});
+
+test.serial('auto_reload: an edit reloads, an unchanged effective configuration does nothing', async (t) => {
+  const dir = tempDir();
+  t.teardown(() => dir.remove());
+  const text = `auto_reload = true\n${randomPipeline('a', 3)}`;
+  const cfgFile = dir.file('node.toml', text);
+  const node = spawnNode(['-c', cfgFile]);
+  t.teardown(() => node.signal('SIGKILL'));
+  await waitFor(() => node.out.length > 0, 'output');
+  writeFileSync(cfgFile, `${text}\n# a comment changes nothing\n`);
+  await sleep(1500); // the watcher's debounce is 300 ms
+  t.is(reloaded(node), 0, 'no reload for an unchanged effective configuration');
+  writeFileSync(cfgFile, `auto_reload = true\n${randomPipeline('a', 6)}`);
+  await waitFor(() => reloaded(node) === 1, 'reload after the edit');
+  await waitFor(() => node.out.some((l) => l.split(' ').length === 6), 'the new configuration runs');
+  t.is(await node.stop(), 0);
+});
