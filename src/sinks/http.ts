@@ -73,6 +73,7 @@ export const createHttpSink: SinkFactory = (plugin, ctx): Sink => {
   const baseHeaders: Record<string, string> = cfg.auth ? {} : { 'Access-Control-Allow-Origin': '*' };
   const connections = new WeakMap<Socket, Connection>();
   const clients = new Set<StreamClient>();
+  const sockets = new Set<Socket>();
   let server: Server | undefined;
   let heartbeat: NodeJS.Timeout | undefined;
   let openedAt = Date.now();
@@ -190,6 +191,10 @@ export const createHttpSink: SinkFactory = (plugin, ctx): Sink => {
     onFull: cfg.on_full,
     async open() {
       const srv = tlsOptions ? createHttpsServer(tlsOptions, onRequest) : createHttpServer(onRequest);
+      srv.on('connection', (socket: Socket) => {
+        sockets.add(socket);
+        socket.once('close', () => sockets.delete(socket));
+      });
       srv.on(isTls ? 'secureConnection' : 'connection', onConnection);
       if (isTls) countHandshakeErrors(srv, counters);
       await listen(srv, plugin.id, cfg.host, cfg.port);
@@ -224,8 +229,9 @@ export const createHttpSink: SinkFactory = (plugin, ctx): Sink => {
           }),
           deadline,
         );
-        server?.closeAllConnections();
-        await stopped;
+        // Connections still open here include TLS handshakes that never finished.
+        for (const socket of sockets) socket.destroy();
+        await settleBy([stopped], deadline);
       })();
       return closing;
     },

@@ -112,7 +112,7 @@ export const createTcpSink: SinkFactory = (plugin, ctx): Sink => {
           deadline,
         );
         for (const s of sockets) s.destroy();
-        await stopped;
+        await settleBy([stopped], deadline);
       })();
       return closing;
     },

@@ -196,6 +196,14 @@ test.serial('http sink with TLS and allow = ["edge-01"]: edge-01 in, intruder 40
   t.false(anonymous.ok, 'no client certificate is refused');
   await waitFor(() => counter(node, 'sinks.web.tls_handshake_errors') > before, 'tls_handshake_errors counts the missing certificate');
   t.is(counter(node, 'sinks.web.auth_rejected'), 2);
+
+  // tail dials with the same files: trusts the CA, presents edge-01
+  const url = `https://127.0.0.1:${ports.http}/stream`;
+  const tail = spawnNode(['tail', url, '--ca', f.pki.ca, '--cert', f.pki.cert('edge-01'), '--key', f.pki.key('edge-01')]);
+  t.teardown(() => tail.child.kill('SIGKILL'));
+  await waitFor(() => tail.out.length >= 3, `tail over TLS prints entries: ${tail.errText.join('\n')}`);
+  t.regex(tail.out[0]!, /^[a-z]+( [a-z]+){3}$/);
+  await tail.stop();
   t.is(await node.stop(), 0);
 });
 
