@@ -4,7 +4,7 @@
 
 import { stat as statCb } from 'node:fs';
 import { type FileHandle, open } from 'node:fs/promises';
-import { basename } from 'node:path';
+import { basename, join } from 'node:path';
 import fg from 'fast-glob';
 import type { Entry } from '../core/entry.js';
 import { parseLine } from '../core/entry.js';
@@ -153,10 +153,16 @@ function statPath(path: string): Promise<{ ino: number; size: number } | undefin
   return new Promise((resolve) => statCb(path, (err, st) => resolve(err ? undefined : { ino: st.ino, size: st.size })));
 }
 
-/** A glob for `pattern` inside `directory`: only `*` and `?` are special, everything else literal. */
-export function globFor(directory: string, pattern: string): string {
-  const literal = pattern.split(/([*?])/).map((part) => (part === '*' || part === '?' || part === '' ? part : fg.escapePath(part)));
-  return `${fg.escapePath(directory.replace(/\/+$/, '') || '/')}/${literal.join('')}`;
+/**
+ * The fast-glob pattern for a file-name `pattern`: only `*` and `?` are special, everything else is
+ * escaped. The directory is never part of a glob: it goes in as `cwd`, so no character in its name
+ * (brackets, braces, `!`) can be misread, which escaping alone does not guarantee.
+ */
+export function fileGlob(pattern: string): string {
+  return pattern
+    .split(/([*?])/)
+    .map((part) => (part === '*' || part === '?' || part === '' ? part : fg.escapePath(part)))
+    .join('');
 }
 
 export const createFileSource: SourceFactory = (plugin, ctx): Source => {
@@ -169,7 +175,7 @@ export const createFileSource: SourceFactory = (plugin, ctx): Source => {
     max_line_bytes: { t: 'number', def: 1048576, int: true, min: 1 },
   });
   if (cfg.pattern.includes('/')) throw new PluginError('source', plugin.id, 'pattern', 'must not contain "/" (the source is not recursive)');
-  const glob = globFor(cfg.directory, cfg.pattern);
+  const glob = fileGlob(cfg.pattern);
   const counters = {
     total_entries: 0,
     dropped_entries: 0,
@@ -274,7 +280,8 @@ export const createFileSource: SourceFactory = (plugin, ctx): Source => {
   const discover = async () => {
     let paths: string[];
     try {
-      paths = await fg(glob, { onlyFiles: true, dot: false, deep: 1, followSymbolicLinks: true, suppressErrors: true });
+      const names = await fg(glob, { cwd: cfg.directory, onlyFiles: true, dot: false, deep: 1, followSymbolicLinks: true, suppressErrors: true });
+      paths = names.map((name) => join(cfg.directory, name));
     } catch (err) {
       ctx.log.warn({ error: errorMessage(err) }, 'File discovery failed');
       return;
@@ -381,6 +388,7 @@ export const createFileSource: SourceFactory = (plugin, ctx): Source => {
       tailTimer = setInterval(run, TAIL_INTERVAL_MS);
       discoverTimer = setInterval(() => {
         discoverDue = true;
+        run();
       }, cfg.check_interval_ms);
     },
     pause() {

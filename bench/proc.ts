@@ -1,0 +1,29 @@
+// /proc readers for the bench: a process's children, its peak RSS and the bytes it has read.
+
+import { readFileSync } from 'node:fs';
+
+/** Child pids of `pid` (the pipeline workers of a primary). */
+export function childPids(pid: number): number[] {
+  try {
+    return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
+  } catch {
+    return [];
+  }
+}
+
+function statusField(pid: number | 'self', field: string): number {
+  const text = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const m = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(text);
+  return m ? Number(m[1]) * 1024 : 0;
+}
+
+/** Peak resident set size (VmHWM), bytes. */
+export function peakRss(pid: number | 'self'): number {
+  return statusField(pid, 'VmHWM');
+}
+
+/** Bytes the process has read through read(2)/pread(2) so far (`rchar`). */
+export function bytesRead(pid: number): number {
+  const m = /^rchar:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/io`, 'utf8'));
+  return m ? Number(m[1]) : 0;
+}

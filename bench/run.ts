@@ -1,0 +1,222 @@
+// Throughput bench: file → raw → null, file → json → null and file → raw → file over 1,000,000
+// lines of 200 bytes, each through a real node (bin/logrelay.js as a child process), against a
+// bare-Node baseline measured in the same run. Prints a table. Bounded: every step has a deadline.
+//
+// Timing: the node is started on an empty directory; the prepared input is renamed into it (t0),
+// so discovery (check_interval_ms = 10) and the whole read are inside the measurement. The run
+// ends when the null sink's worker has read the whole file (its `rchar` in /proc; the null sink
+// is synchronous, so reading and delivering end within one read) or when the file sink's output
+// has the input's size. The status report's counters then confirm that every entry arrived.
+
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { writeInput } from './input.js';
+import { bytesRead, childPids, peakRss } from './proc.js';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const BIN = join(ROOT, 'bin', 'logrelay.js');
+const LINES = Number(process.env.BENCH_LINES ?? 1_000_000);
+const LINE_BYTES = 200;
+const SCENARIO_DEADLINE_MS = 120_000;
+const MiB = 1024 * 1024;
+
+type Format = 'raw' | 'json';
+type SinkKind = 'null' | 'file';
+
+interface Scenario {
+  readonly title: string;
+  readonly format: Format;
+  readonly sink: SinkKind;
+}
+
+const SCENARIOS: readonly Scenario[] = [
+  { title: 'file → raw → null', format: 'raw', sink: 'null' },
+  { title: 'file → json → null', format: 'json', sink: 'null' },
+  { title: 'file → raw → file', format: 'raw', sink: 'file' },
+];
+
+interface Result {
+  readonly title: string;
+  readonly entries: number;
+  readonly ms: number;
+  readonly peakRss: number;
+  readonly note: string;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function until<T>(check: () => T, what: string, timeoutMs: number, everyMs = 5): Promise<NonNullable<T>> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = check();
+    if (v) return v as NonNullable<T>;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms: ${what}`);
+    await sleep(everyMs);
+  }
+}
+
+function configToml(watch: string, format: Format, sink: SinkKind, outDir: string): string {
+  const sinkConfig =
+    sink === 'null'
+      ? ''
+      : `[pipelines.plugin_sinks.config]\ndirectory = ${JSON.stringify(outDir)}\nname = "out"\nmax_size_mb = 10000\non_full = "block"\n`;
+  return `status_interval_ms = 1000
+[[pipelines]]
+name = "bench"
+[pipelines.flow.format]
+type = "${format}"
+[[pipelines.plugin_sources]]
+id = "in"
+type = "file"
+[pipelines.plugin_sources.config]
+directory = ${JSON.stringify(watch)}
+from = "start"
+check_interval_ms = 10
+[[pipelines.plugin_sinks]]
+id = "out"
+type = "${sink}"
+${sinkConfig}`;
+}
+
+interface RunningNode {
+  readonly child: ChildProcess;
+  readonly records: Record<string, unknown>[];
+}
+
+function startNode(configPath: string): RunningNode {
+  const child = spawn(process.execPath, [BIN, '-c', configPath, '--logging.level=debug'], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const records: Record<string, unknown>[] = [];
+  let rest = '';
+  child.stderr!.setEncoding('utf8');
+  child.stderr!.on('data', (chunk: string) => {
+    const lines = (rest + chunk).split('\n');
+    rest = lines.pop() ?? '';
+    for (const l of lines) {
+      try {
+        records.push(JSON.parse(l) as Record<string, unknown>);
+      } catch {
+        // not a record
+      }
+    }
+  });
+  return { child, records };
+}
+
+async function stopNode(node: RunningNode): Promise<void> {
+  if (node.child.exitCode !== null || node.child.signalCode !== null) return;
+  const exited = new Promise((r) => node.child.once('exit', r));
+  node.child.kill('SIGTERM');
+  const timer = setTimeout(() => node.child.kill('SIGKILL'), 15_000);
+  await exited;
+  clearTimeout(timer);
+}
+
+function dirBytes(dir: string): number {
+  let total = 0;
+  for (const f of readdirSync(dir)) total += statSync(join(dir, f)).size;
+  return total;
+}
+
+async function runScenario(sc: Scenario, input: string, inputBytes: number, work: string): Promise<Result> {
+  const dir = mkdtempSync(join(work, 'scenario-'));
+  const watch = join(dir, 'in');
+  const outDir = join(dir, 'out');
+  mkdirSync(watch);
+  const configPath = join(dir, 'bench.toml');
+  writeFileSync(configPath, configToml(watch, sc.format, sc.sink, outDir));
+  const node = startNode(configPath);
+  const watched = join(watch, 'input.log');
+  let moved = false;
+  try {
+    await until(() => node.records.some((r) => r.msg === 'Starting pipeline'), 'pipeline started', 20_000);
+    const worker = await until(() => childPids(node.child.pid!)[0], 'worker pid', 10_000);
+    // the source has started once it reports its counters
+    await until(() => node.records.some((r) => r.pipeline === 'bench' && 'sources.in.total_entries' in r), 'first status report', 10_000);
+    const base = bytesRead(worker);
+    const t0 = performance.now();
+    renameSync(input, watched);
+    moved = true;
+    const done = sc.sink === 'null' ? () => bytesRead(worker) - base >= inputBytes : () => dirBytes(outDir) >= inputBytes;
+    await until(done, `${sc.title}: all input delivered`, SCENARIO_DEADLINE_MS, 2);
+    const ms = performance.now() - t0;
+    const rss = peakRss(worker);
+    const report = await until(
+      () => node.records.findLast((r) => r.pipeline === 'bench' && (r['sinks.out.total_processed'] as number) >= LINES),
+      `${sc.title}: counters show every entry`,
+      15_000,
+      50,
+    );
+    const dropped = (report['total_dropped_by_sink'] as number) + (report['sources.in.dropped_entries'] as number);
+    const note = `processed ${report['sinks.out.total_processed']}, dropped ${dropped}`;
+    return { title: sc.title, entries: report['sinks.out.total_processed'] as number, ms, peakRss: rss, note };
+  } finally {
+    await stopNode(node);
+    if (moved) renameSync(watched, input);
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+function runBaseline(input: string, output: string): Result {
+  const r = spawnSync(process.execPath, [fileURLToPath(new URL('./baseline.js', import.meta.url)), input, output], {
+    encoding: 'utf8',
+    timeout: SCENARIO_DEADLINE_MS,
+  });
+  if (r.status !== 0) throw new Error(`baseline failed: ${r.stderr}`);
+  const out = JSON.parse(r.stdout) as { ms: number; lines: number; peak_rss: number };
+  return { title: `bare Node → ${output === '/dev/null' ? '/dev/null' : 'file'}`, entries: out.lines, ms: out.ms, peakRss: out.peak_rss, note: 'read, split, write' };
+}
+
+function table(results: readonly Result[], inputBytes: number, baseNull: Result, baseFile: Result): string {
+  const head = ['scenario', 'entries', 'seconds', 'entries/s', 'MiB/s', 'peak RSS MiB', 'vs bare Node', 'note'];
+  const rows = results.map((r) => {
+    const rate = r.entries / (r.ms / 1000);
+    const base = r.title.endsWith('file') ? baseFile : baseNull;
+    const baseRate = base.entries / (base.ms / 1000);
+    return [
+      r.title,
+      String(r.entries),
+      (r.ms / 1000).toFixed(2),
+      Math.round(rate).toLocaleString('en-US'),
+      (inputBytes / MiB / (r.ms / 1000)).toFixed(1),
+      (r.peakRss / MiB).toFixed(1),
+      r === base ? '100 %' : `${((rate / baseRate) * 100).toFixed(0)} % of ${base.title}`,
+      r.note,
+    ];
+  });
+  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+  const line = (cells: readonly string[]) => `| ${cells.map((c, i) => c.padEnd(widths[i]!)).join(' | ')} |`;
+  return [line(head), `|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|`, ...rows.map(line)].join('\n');
+}
+
+async function main(): Promise<void> {
+  const work = mkdtempSync(join(tmpdir(), 'logrelay-bench-'));
+  try {
+    const input = join(work, 'input.log');
+    const t = performance.now();
+    const inputBytes = writeInput(input, LINES, LINE_BYTES);
+    process.stderr.write(`input: ${LINES} lines, ${(inputBytes / MiB).toFixed(1)} MiB, written in ${((performance.now() - t) / 1000).toFixed(1)} s\n`);
+    // warm the page cache for everyone alike
+    runBaseline(input, '/dev/null');
+    const baseNull = runBaseline(input, '/dev/null');
+    const baseFile = runBaseline(input, join(work, 'baseline-out.log'));
+    rmSync(join(work, 'baseline-out.log'), { force: true });
+    const results: Result[] = [baseNull, baseFile];
+    for (const sc of SCENARIOS) {
+      process.stderr.write(`running ${sc.title} …\n`);
+      try {
+        results.push(await runScenario(sc, input, inputBytes, work));
+      } catch (err) {
+        process.stderr.write(`${sc.title}: ${(err as Error).message}\n`);
+        results.push({ title: sc.title, entries: 0, ms: Number.POSITIVE_INFINITY, peakRss: 0, note: `failed: ${(err as Error).message}` });
+      }
+    }
+    process.stdout.write(`\n${table(results, inputBytes, baseNull, baseFile)}\n\nnode ${process.version}, ${LINES} lines of ${LINE_BYTES} bytes\n`);
+  } finally {
+    rmSync(work, { recursive: true, force: true });
+  }
+}
+
+await main();

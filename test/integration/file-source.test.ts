@@ -1,0 +1,286 @@
+// The file source with real files and a real node (issue 3, acceptance 1), and a blocking sink
+// that pauses it without loss.
+
+import { spawnSync } from 'node:child_process';
+import { appendFileSync, createReadStream, mkdirSync, readFileSync, renameSync, truncateSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import test, { type ExecutionContext } from 'ava';
+import { type LogRecord, type RunningNode, spawnNode, type TempDir, tempDir, waitFor } from '../helpers/node.js';
+
+const toml = (s: string) => JSON.stringify(s);
+
+interface Started {
+  readonly node: RunningNode;
+  readonly dir: TempDir;
+}
+
+/** Runs a node with `body` (pipelines) and a status report every 200 ms at debug. */
+function startNode(t: ExecutionContext, dir: TempDir, body: string): RunningNode {
+  const config = dir.file('logrelay.toml', `status_interval_ms = 200\nshutdown_timeout_ms = 5000\n${body}`);
+  const node = spawnNode(['-c', config, '--logging.level=debug']);
+  t.teardown(async () => {
+    await node.stop();
+    dir.remove();
+  });
+  return node;
+}
+
+function setup(t: ExecutionContext, body: (dir: TempDir) => string): Started {
+  const dir = tempDir('logrelay-file-source-');
+  return { node: startNode(t, dir, body(dir)), dir };
+}
+
+/** The latest status report line of pipeline `p`. */
+function report(node: RunningNode, p = 'p'): LogRecord | undefined {
+  return node.records.findLast((r) => r.msg === 'status report' && r.pipeline === p);
+}
+
+function counter(node: RunningNode, key: string): number | undefined {
+  return report(node)?.[key] as number | undefined;
+}
+
+function lines(prefix: string, from: number, to: number): string[] {
+  const out: string[] = [];
+  for (let i = from; i <= to; i++) out.push(`${prefix} ${i}`);
+  return out;
+}
+
+const text = (ls: readonly string[]) => ls.map((l) => `${l}\n`).join('');
+
+function count(haystack: readonly string[], needle: string): number {
+  let n = 0;
+  for (const h of haystack) if (h === needle) n++;
+  return n;
+}
+
+test.serial('from = "end" skips what is there, from = "start" replays it; appended lines and new files arrive exactly once', async (t) => {
+  const { node, dir } = setup(t, (d) => {
+    mkdirSync(join(d.path, 'a'));
+    mkdirSync(join(d.path, 'b'));
+    writeFileSync(join(d.path, 'a', 'a.log'), text(lines('old a', 1, 3)));
+    writeFileSync(join(d.path, 'b', 'b.log'), text(lines('old b', 1, 3)));
+    return `
+[[pipelines]]
+name = "p"
+[[pipelines.plugin_sources]]
+id = "end"
+type = "file"
+[pipelines.plugin_sources.config]
+directory = ${toml(join(d.path, 'a'))}
+check_interval_ms = 100
+[[pipelines.plugin_sources]]
+id = "start"
+type = "file"
+[pipelines.plugin_sources.config]
+directory = ${toml(join(d.path, 'b'))}
+from = "start"
+check_interval_ms = 100
+[[pipelines.plugin_sinks]]
+id = "out"
+type = "stdout"
+`;
+  });
+  await waitFor(() => counter(node, 'sources.end.active_watchers') === 1 && counter(node, 'sources.start.active_watchers') === 1, 'both sources watching');
+  const a = join(dir.path, 'a', 'a.log');
+  const b = join(dir.path, 'b', 'b.log');
+  for (let i = 1; i <= 5; i++) {
+    appendFileSync(a, text([`new a ${i}`]));
+    appendFileSync(b, text([`new b ${i}`]));
+  }
+  writeFileSync(join(dir.path, 'a', 'later.log'), text(lines('later', 1, 3)));
+  await waitFor(() => node.out.includes('later 3') && node.out.includes('new a 5') && node.out.includes('new b 5'), 'appended lines and the new file');
+  // a last line after everything: once it is through, anything read twice would be through too
+  appendFileSync(a, 'marker\n');
+  await waitFor(() => node.out.includes('marker'), 'marker line');
+  for (const l of lines('old a', 1, 3)) t.is(count(node.out, l), 0, l);
+  for (const l of [...lines('old b', 1, 3), ...lines('new a', 1, 5), ...lines('new b', 1, 5), ...lines('later', 1, 3)]) t.is(count(node.out, l), 1, l);
+  t.deepEqual(
+    node.out.filter((l) => l.startsWith('later')),
+    lines('later', 1, 3),
+  );
+  await waitFor(() => counter(node, 'sources.end.active_watchers') === 2, 'the new file is watched');
+});
+
+test.serial('a rename rotation and a truncation lose nothing written after the start', async (t) => {
+  const { node, dir } = setup(t, (d) => {
+    writeFileSync(join(d.path, 'app.log'), text(lines('before start', 1, 20)));
+    return `
+[[pipelines]]
+name = "p"
+[[pipelines.plugin_sources]]
+id = "f"
+type = "file"
+[pipelines.plugin_sources.config]
+directory = ${toml(d.path)}
+pattern = "*.log"
+check_interval_ms = 100
+[[pipelines.plugin_sinks]]
+id = "out"
+type = "stdout"
+`;
+  });
+  await waitFor(() => counter(node, 'sources.f.active_watchers') === 1, 'source watching');
+  const app = join(dir.path, 'app.log');
+  // rotation: the old file ends in a partial line, is renamed away, and a new file takes its name
+  appendFileSync(app, text(lines('line', 1, 50)) + 'partial line without newline');
+  renameSync(app, join(dir.path, 'app.log.1'));
+  writeFileSync(app, text(lines('line', 51, 100)));
+  await waitFor(() => node.out.includes('line 100'), 'lines of the new file');
+  t.deepEqual(node.out, [...lines('line', 1, 50), 'partial line without newline', ...lines('line', 51, 100)]);
+  await waitFor(() => counter(node, 'sources.f.rotations') === 1, 'rotation counted');
+  // truncation (copytruncate): shorter than before, read again from offset 0
+  truncateSync(app, 0);
+  appendFileSync(app, text(lines('after truncate', 1, 3)));
+  await waitFor(() => node.out.includes('after truncate 3'), 'lines after the truncation');
+  appendFileSync(app, text(lines('tail', 1, 2)));
+  await waitFor(() => node.out.includes('tail 2'), 'lines appended after the truncation');
+  t.deepEqual(node.out.slice(101), [...lines('after truncate', 1, 3), ...lines('tail', 1, 2)]);
+  await waitFor(() => counter(node, 'sources.f.truncations') === 1, 'truncation counted');
+  t.is(count(node.out, 'before start 1'), 0);
+});
+
+test.serial('a 3 MiB line is cut at max_line_bytes and counted; the next line is whole', async (t) => {
+  const { node, dir } = setup(
+    t,
+    (d) => `
+[[pipelines]]
+name = "p"
+[[pipelines.plugin_sources]]
+id = "f"
+type = "file"
+[pipelines.plugin_sources.config]
+directory = ${toml(join(d.path, 'in'))}
+check_interval_ms = 100
+[[pipelines.plugin_sinks]]
+id = "out"
+type = "file"
+[pipelines.plugin_sinks.config]
+directory = ${toml(join(d.path, 'out'))}
+name = "out"
+`,
+  );
+  // the directory and file appear once the source runs: a file found later is read from its start
+  await waitFor(() => counter(node, 'sources.f.active_watchers') === 0, 'source running');
+  mkdirSync(join(dir.path, 'in'));
+  const big = join(dir.path, 'in', 'big.log');
+  writeFileSync(big, `${'x'.repeat(3 * 1024 * 1024)}\nafter the long line\n`);
+  const out = join(dir.path, 'out', 'out.1.log');
+  const read = () => {
+    try {
+      return readFileSync(out, 'utf8');
+    } catch {
+      return '';
+    }
+  };
+  await waitFor(() => read().endsWith('after the long line\n'), 'the line after the long one');
+  const got = read().split('\n');
+  t.is(got.length, 3);
+  t.is(got[0], 'x'.repeat(1048576));
+  t.is(got[1], 'after the long line');
+  await waitFor(() => counter(node, 'sources.f.truncated_lines') === 1, 'truncated_lines = 1 in the status report');
+  t.is(counter(node, 'sources.f.total_entries'), 2);
+  t.true(counter(node, 'sources.f.bytes_read')! > 3 * 1024 * 1024);
+});
+
+test.serial('a directory with spaces and brackets: * and ? patterns, no dot files, not recursive', async (t) => {
+  const { node, dir } = setup(t, (d) => {
+    const logs = join(d.path, 'my logs [prod] (1) {a,b}!');
+    mkdirSync(join(logs, 'sub'), { recursive: true });
+    writeFileSync(join(logs, 'a b.log'), 'spaced\n');
+    writeFileSync(join(logs, 'app-1.log'), 'app one\n');
+    writeFileSync(join(logs, 'app-22.log'), 'app twenty-two\n');
+    writeFileSync(join(logs, '.hidden'), 'hidden\n');
+    writeFileSync(join(logs, 'sub', 'x.log'), 'nested\n');
+    const source = (id: string, pattern: string) => `
+[[pipelines.plugin_sources]]
+id = "${id}"
+type = "file"
+[pipelines.plugin_sources.config]
+directory = ${toml(logs)}
+pattern = ${toml(pattern)}
+from = "start"
+`;
+    return `
+[[pipelines]]
+name = "p"
+${source('all', '*')}
+${source('one', 'app-?.log')}
+[pipelines.flow.format]
+type = "json"
+[[pipelines.plugin_sinks]]
+id = "out"
+type = "stdout"
+`;
+  });
+  await waitFor(() => counter(node, 'sources.all.total_entries') === 3 && counter(node, 'sources.one.total_entries') === 1, 'entries counted per source');
+  await waitFor(() => node.out.length === 4, 'four lines out');
+  const got = node.out.map((l) => {
+    const e = JSON.parse(l) as { source: string; message: string };
+    return `${e.source}: ${e.message}`;
+  });
+  t.deepEqual(got.sort(), ['a b.log: spaced', 'app-1.log: app one', 'app-1.log: app one', 'app-22.log: app twenty-two']);
+  t.is(counter(node, 'sources.all.active_watchers'), 3);
+  t.true(dir.path.length > 0);
+});
+
+test.serial('on_full = "block": a stalled sink pauses the file source, and nothing is lost once it resumes', async (t) => {
+  // several read chunks' worth, so the source has to pause between reads
+  const total = 200_000;
+  const dir = tempDir('logrelay-file-block-');
+  mkdirSync(join(dir.path, 'in'));
+  mkdirSync(join(dir.path, 'out'));
+  // the sink's current file is a FIFO the test reads: stop reading and the sink stalls
+  const fifo = join(dir.path, 'out', 'out.1.log');
+  const mk = spawnSync('mkfifo', [fifo]);
+  if (mk.status !== 0) return t.fail(`mkfifo failed: ${mk.stderr}`);
+  writeFileSync(join(dir.path, 'in', 'app.log'), text(lines('entry', 1, total)));
+  const reader = createReadStream(fifo, { encoding: 'utf8' });
+  const received: string[] = [];
+  let rest = '';
+  reader.on('data', (chunk) => {
+    const parts = (rest + chunk).split('\n');
+    rest = parts.pop() ?? '';
+    received.push(...parts);
+  });
+  reader.pause();
+  t.teardown(() => reader.destroy());
+  const node = startNode(
+    t,
+    dir,
+    `
+[[pipelines]]
+name = "p"
+[[pipelines.plugin_sources]]
+id = "f"
+type = "file"
+[pipelines.plugin_sources.config]
+directory = ${toml(join(dir.path, 'in'))}
+from = "start"
+[[pipelines.plugin_sinks]]
+id = "out"
+type = "file"
+[pipelines.plugin_sinks.config]
+directory = ${toml(join(dir.path, 'out'))}
+name = "out"
+buffer_size = 100
+on_full = "block"
+`,
+  );
+  // paused: the source's count stays put below the total across reports at least 1.5 s apart
+  const stalled = () => {
+    const reps = node.records.filter((r) => r.msg === 'status report' && r.pipeline === 'p');
+    const last = reps.at(-1);
+    if (!last) return false;
+    const n = last['sources.f.total_entries'] as number;
+    const t1 = Date.parse(last.time as string);
+    return n < total && reps.some((r) => r['sources.f.total_entries'] === n && t1 - Date.parse(r.time as string) >= 1500);
+  };
+  await waitFor(stalled, 'the source pauses while the sink is stalled');
+  t.true(received.length < total);
+  reader.resume();
+  await waitFor(() => received.length >= total, `all ${total} entries through the resumed sink`, 40_000);
+  t.deepEqual(received, lines('entry', 1, total));
+  await waitFor(() => counter(node, 'sinks.out.total_processed') === total, 'counters caught up');
+  t.is(counter(node, 'total_dropped_by_sink'), 0);
+  t.is(counter(node, 'sources.f.dropped_entries'), 0);
+});
