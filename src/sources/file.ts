@@ -15,7 +15,7 @@ import type { FilePosition, Source, SourceFactory, SourcePositions } from './typ
 /** Tail polling period, ms (fixed by the contract). */
 const TAIL_INTERVAL_MS = 100;
 /** Bytes per read; one read yields one batch. */
-const READ_CHUNK = 256 * 1024;
+const READ_CHUNK = 64 * 1024;
 
 interface FileSourceConfig {
   readonly directory: string;
@@ -303,7 +303,8 @@ export const createFileSource: SourceFactory = (plugin, ctx): Source => {
       let offset = 0;
       if (firstScan) {
         const pos = positionFor(path, st.ino);
-        offset = pos ? pos.offset : cfg.from === 'end' ? st.size : 0;
+        // a path the predecessor knew under another inode was replaced since: all of it is new
+        offset = pos ? pos.offset : resumeFrom[path] || cfg.from === 'start' ? 0 : st.size;
       }
       await openTail(path, st.ino, offset);
     }
