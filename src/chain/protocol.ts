@@ -1,0 +1,167 @@
+// Chain protocol version 1 (DESIGN.md §9) in one place: the hello and its answers, acks, the
+// NDJSON entry codec, the HTTP headers, and the line splitter both link types use.
+
+import { hostname } from 'node:os';
+import type { Entry } from '../core/entry.js';
+import { normaliseLevel } from '../core/entry.js';
+
+export const PROTOCOL_VERSION = 1;
+
+/** HTTP header names, lower case as Node presents them. */
+export const HEADER_PROTOCOL = 'x-logrelay-protocol';
+export const HEADER_NODE = 'x-logrelay-node';
+export const HEADER_ACCEPTED = 'x-logrelay-accepted';
+export const NDJSON = 'application/x-ndjson';
+
+/** Seconds a saturated http_chain source asks the sink to wait (`Retry-After`). */
+export const RETRY_AFTER_S = 1;
+
+/** The node name a sink announces when its `node` key is unset. */
+export const defaultNode = (): string => hostname();
+
+// ── TCP control lines ─────────────────────────────────────────────────────────────────────────
+
+export function helloLine(node: string): string {
+  return `${JSON.stringify({ logrelay: PROTOCOL_VERSION, node })}\n`;
+}
+
+export const OK_LINE = `${JSON.stringify({ ok: 1 })}\n`;
+
+export function errorLine(reason: string): string {
+  return `${JSON.stringify({ error: reason })}\n`;
+}
+
+export function ackLine(n: number): string {
+  return `{"ack":${n}}\n`;
+}
+
+export type HelloResult = { readonly ok: true; readonly node: string } | { readonly ok: false; readonly error: string };
+
+/** Checks a hello line: a JSON object with `logrelay: 1` and a string `node`. */
+export function parseHello(line: string): HelloResult {
+  let obj: unknown;
+  try {
+    obj = JSON.parse(line);
+  } catch {
+    return { ok: false, error: 'hello is not JSON' };
+  }
+  if (!isObject(obj) || !('logrelay' in obj)) return { ok: false, error: 'expected hello {"logrelay":1,"node":…}' };
+  if (obj.logrelay !== PROTOCOL_VERSION) return { ok: false, error: `unsupported protocol version ${JSON.stringify(obj.logrelay)}, want 1` };
+  const node = typeof obj.node === 'string' ? obj.node : '';
+  return { ok: true, node };
+}
+
+/** What a tcp_chain source says to its sink. */
+export type ServerLine = { readonly kind: 'ok' } | { readonly kind: 'error'; readonly error: string } | { readonly kind: 'ack'; readonly n: number };
+
+export function parseServerLine(line: string): ServerLine | undefined {
+  let obj: unknown;
+  try {
+    obj = JSON.parse(line);
+  } catch {
+    return undefined;
+  }
+  if (!isObject(obj)) return undefined;
+  if (typeof obj.ack === 'number' && Number.isInteger(obj.ack) && obj.ack >= 0) return { kind: 'ack', n: obj.ack };
+  if (obj.ok === 1) return { kind: 'ok' };
+  if ('error' in obj) return { kind: 'error', error: String(obj.error) };
+  return undefined;
+}
+
+// ── Entry codec ───────────────────────────────────────────────────────────────────────────────
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/**
+ * Completes an entry before it is sent (no time → `now`, no source → `fallbackSource`) and
+ * encodes it as one JSON line without terminator, keys in §4 order, `id` last.
+ * `completed` is set when anything had to be filled in.
+ */
+export function encodeEntry(e: Entry, now: number, fallbackSource: string, out: { completed: boolean }): string {
+  let time = e.time;
+  let source = e.source;
+  out.completed = false;
+  if (typeof time !== 'number' || !Number.isFinite(time)) {
+    time = now;
+    out.completed = true;
+  }
+  if (typeof source !== 'string' || source === '') {
+    source = fallbackSource;
+    out.completed = true;
+  }
+  const o: Record<string, unknown> = { time: new Date(time).toISOString() };
+  if (e.node) o.node = e.node;
+  o.source = source;
+  if (e.level) o.level = e.level;
+  o.message = typeof e.message === 'string' ? e.message : String(e.message ?? '');
+  if (e.fields && Object.keys(e.fields).length > 0) o.fields = e.fields;
+  if (typeof e.id === 'string') o.id = e.id;
+  return JSON.stringify(o);
+}
+
+/**
+ * Decodes one entry line; undefined when it is not a JSON object (a parse error). A received
+ * entry without `node` gets `node`; one without time or source gets `now` / `fallbackSource`.
+ */
+export function decodeEntry(line: string, node: string | undefined, now: number, fallbackSource: string): Entry | undefined {
+  if (line.charCodeAt(0) !== 123 /* { */) return undefined;
+  let obj: unknown;
+  try {
+    obj = JSON.parse(line);
+  } catch {
+    return undefined;
+  }
+  if (!isObject(obj)) return undefined;
+  let time = now;
+  if (typeof obj.time === 'string') {
+    const t = Date.parse(obj.time);
+    if (!Number.isNaN(t)) time = t;
+  } else if (typeof obj.time === 'number' && Number.isFinite(obj.time)) {
+    time = obj.time;
+  }
+  const entry: Entry = {
+    time,
+    source: typeof obj.source === 'string' && obj.source !== '' ? obj.source : fallbackSource,
+    message: typeof obj.message === 'string' ? obj.message : obj.message === undefined ? '' : JSON.stringify(obj.message),
+  };
+  const entryNode = typeof obj.node === 'string' && obj.node !== '' ? obj.node : node;
+  if (entryNode) entry.node = entryNode;
+  const level = normaliseLevel(obj.level);
+  if (level) entry.level = level;
+  if (isObject(obj.fields)) entry.fields = obj.fields;
+  if (typeof obj.id === 'string') entry.id = obj.id;
+  return entry;
+}
+
+// ── Line splitting ────────────────────────────────────────────────────────────────────────────
+
+/**
+ * Splits a stream of decoded text into lines with a byte limit per line. Feed chunks; each
+ * complete line (without `\n`, a trailing `\r` removed) goes to `onLine`. Returns false as soon
+ * as a line, complete or still partial, is over `maxBytes`; the stream must then end.
+ */
+export class LineSplitter {
+  private rest = '';
+  constructor(private readonly maxBytes: number) {}
+
+  push(chunk: string, onLine: (line: string) => void): boolean {
+    let text = this.rest.length > 0 ? this.rest + chunk : chunk;
+    this.rest = '';
+    let start = 0;
+    for (let nl = text.indexOf('\n'); nl >= 0; nl = text.indexOf('\n', start)) {
+      let end = nl;
+      if (end > start && text.charCodeAt(end - 1) === 13) end--;
+      if (end - start > this.maxBytes / 3 && Buffer.byteLength(text.slice(start, end)) > this.maxBytes) return false;
+      onLine(text.slice(start, end));
+      start = nl + 1;
+    }
+    if (start < text.length) {
+      text = text.slice(start);
+      if (text.length > this.maxBytes / 3 && Buffer.byteLength(text) > this.maxBytes) return false;
+      this.rest = text;
+    }
+    return true;
+  }
+}

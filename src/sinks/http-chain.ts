@@ -1,0 +1,215 @@
+// `http_chain` sink: the sending end of an HTTP chain link (DESIGN.md §9). Entries are encoded
+// into NDJSON batches, closed at max_batch_count, max_batch_bytes or flush_interval_ms after a
+// batch's first entry, and POSTed one at a time over a keep-alive agent. Network errors, 408,
+// 429 and 5xx are retried with backoff (at least Retry-After) while the batch is held.
+
+import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from 'node:http';
+import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
+import { chainBackoff, type ChainSinkConfig, chainSinkConfig } from '../chain/sink-config.js';
+import { defaultNode, encodeEntry, HEADER_NODE, HEADER_PROTOCOL, NDJSON, PROTOCOL_VERSION } from '../chain/protocol.js';
+import { errorMessage } from '../core/errors.js';
+import { clientTlsOptions } from '../net/tls.js';
+import type { Sink, SinkFactory } from './types.js';
+
+interface HttpChainSinkConfig extends ChainSinkConfig {
+  readonly path: string;
+  readonly flush_interval_ms: number;
+  readonly max_batch_count: number;
+  readonly max_batch_bytes: number;
+  readonly request_timeout_ms: number;
+}
+
+interface Batch {
+  readonly body: string;
+  readonly count: number;
+}
+
+/** Statuses worth trying again; any other failure drops the batch. 403 is retried too: see below. */
+const isRetryable = (status: number) => status === 408 || status === 429 || status >= 500 || status === 403;
+
+/** Retry-After as ms (delta seconds or an HTTP date); undefined when absent or unreadable. */
+function retryAfterMs(res: IncomingMessage): number | undefined {
+  const v = res.headers['retry-after'];
+  if (!v) return undefined;
+  const s = Number(v);
+  if (Number.isFinite(s)) return Math.max(0, s * 1000);
+  const t = Date.parse(v);
+  return Number.isNaN(t) ? undefined : Math.max(0, t - Date.now());
+}
+
+export const createHttpChainSink: SinkFactory = (plugin, ctx): Sink => {
+  const cfg = chainSinkConfig<HttpChainSinkConfig>(plugin, {
+    path: { t: 'string', def: '/ingest', nonEmpty: true },
+    flush_interval_ms: { t: 'number', def: 1000, int: true, min: 1 },
+    max_batch_count: { t: 'number', def: 500, int: true, min: 1 },
+    max_batch_bytes: { t: 'number', def: 1048576, int: true, min: 64 },
+    request_timeout_ms: { t: 'number', def: 10000, int: true, min: 1 },
+  });
+  const tlsOptions = clientTlsOptions('sink', plugin.id, cfg.tls, cfg.host);
+  const node = cfg.node ?? defaultNode();
+  const backoff = chainBackoff(cfg);
+  const counters = { connected: 0, reconnects: 0, batches_sent: 0, dropped_batches: 0, synthesized: 0 };
+  const log = ctx.log;
+  const headers = {
+    'Content-Type': NDJSON,
+    [HEADER_PROTOCOL]: String(PROTOCOL_VERSION),
+    [HEADER_NODE]: node,
+  };
+  const request = tlsOptions ? httpsRequest : httpRequest;
+  let agent: HttpAgent | undefined;
+
+  // The batch being filled, then closed batches waiting to be sent (the first may be in flight).
+  let building: string[] = [];
+  let buildingBytes = 0;
+  let flushTimer: NodeJS.Timeout | undefined;
+  const ready: Batch[] = [];
+  let readyEntries = 0;
+  let inFlight = false;
+  let retryTimer: NodeJS.Timeout | undefined;
+  let outageLogged = false;
+  let closing = false;
+  let spaceWaiter: (() => void) | undefined;
+  let emptyWaiter: (() => void) | undefined;
+  const encodeOut = { completed: false };
+
+  const held = () => readyEntries + building.length;
+
+  const wake = () => {
+    if (spaceWaiter && (held() < cfg.buffer_size || closing)) {
+      const w = spaceWaiter;
+      spaceWaiter = undefined;
+      w();
+    }
+    if (emptyWaiter && held() === 0) {
+      const w = emptyWaiter;
+      emptyWaiter = undefined;
+      w();
+    }
+  };
+
+  const closeBatch = () => {
+    clearTimeout(flushTimer);
+    flushTimer = undefined;
+    if (building.length === 0) return;
+    ready.push({ body: `${building.join('\n')}\n`, count: building.length });
+    readyEntries += building.length;
+    building = [];
+    buildingBytes = 0;
+    send();
+  };
+
+  const done = (batch: Batch) => {
+    inFlight = false;
+    ready.shift();
+    readyEntries -= batch.count;
+    wake();
+    send();
+  };
+
+  const retry = (batch: Batch, reason: string, atLeastMs = 0) => {
+    inFlight = false;
+    counters.reconnects++;
+    const fields = { remote: `${cfg.host}:${cfg.port}`, error: reason, held: held() };
+    if (!outageLogged && !closing) {
+      outageLogged = true;
+      // A refused identity is a configuration fault the operator must see; the batch is kept.
+      log[reason.startsWith('HTTP 403') ? 'error' : 'warn'](fields, 'Chain batch not delivered, retrying');
+    } else {
+      log.debug(fields, 'Chain batch attempt failed');
+    }
+    const delay = Math.max(backoff.next(), Math.min(atLeastMs, cfg.backoff_max_ms));
+    retryTimer = setTimeout(() => {
+      retryTimer = undefined;
+      if (ready[0] === batch) send();
+    }, delay);
+  };
+
+  const send = () => {
+    if (inFlight || retryTimer || ready.length === 0 || ctx.checkOnly) return;
+    const batch = ready[0]!;
+    inFlight = true;
+    agent ??= tlsOptions
+      ? new HttpsAgent({ ...tlsOptions, keepAlive: true, maxSockets: 1, timeout: 30_000 })
+      : new HttpAgent({ keepAlive: true, maxSockets: 1, timeout: 30_000 });
+    let settled = false;
+    const settle = (fn: () => void) => {
+      if (settled) return;
+      settled = true;
+      fn();
+    };
+    const req = request({
+      host: cfg.host,
+      port: cfg.port,
+      path: cfg.path,
+      method: 'POST',
+      agent,
+      headers: { ...headers, 'Content-Length': Buffer.byteLength(batch.body) },
+    });
+    req.setTimeout(cfg.request_timeout_ms, () => req.destroy(new Error(`no answer within request_timeout_ms (${cfg.request_timeout_ms} ms)`)));
+    req.on('error', (err) => {
+      counters.connected = 0;
+      settle(() => retry(batch, errorMessage(err)));
+    });
+    req.on('response', (res) => {
+      res.resume();
+      const status = res.statusCode ?? 0;
+      counters.connected = 1;
+      settle(() => {
+        if (status >= 200 && status < 300) {
+          counters.batches_sent++;
+          backoff.reset();
+          outageLogged = false;
+          done(batch);
+        } else if (isRetryable(status)) {
+          retry(batch, `HTTP ${status}`, retryAfterMs(res));
+        } else {
+          counters.dropped_batches++;
+          log.error({ remote: `${cfg.host}:${cfg.port}`, status, entries: batch.count }, 'Chain batch rejected by peer, dropped');
+          done(batch);
+        }
+      });
+    });
+    req.end(batch.body);
+  };
+
+  return {
+    id: plugin.id,
+    type: 'http_chain',
+    counters,
+    bufferSize: cfg.buffer_size,
+    onFull: cfg.on_full,
+    write(items) {
+      const now = Date.now();
+      for (const item of items) {
+        const line = encodeEntry(item.entry, now, ctx.pipeline, encodeOut);
+        if (encodeOut.completed) counters.synthesized++;
+        // Close the batch before this line would take it past the byte cap.
+        const bytes = Buffer.byteLength(line) + 1;
+        if (building.length > 0 && buildingBytes + bytes > cfg.max_batch_bytes) closeBatch();
+        building.push(line);
+        buildingBytes += bytes;
+        if (building.length >= cfg.max_batch_count || buildingBytes >= cfg.max_batch_bytes) closeBatch();
+      }
+      if (building.length > 0 && !flushTimer) flushTimer = setTimeout(closeBatch, cfg.flush_interval_ms);
+      if (held() >= cfg.buffer_size && !closing) return new Promise<void>((resolve) => (spaceWaiter = resolve));
+    },
+    held,
+    async close(deadline) {
+      closing = true;
+      closeBatch();
+      wake();
+      if (held() > 0 && !ctx.checkOnly) {
+        let timer: NodeJS.Timeout | undefined;
+        await Promise.race([
+          new Promise<void>((resolve) => (emptyWaiter = resolve)),
+          new Promise<void>((resolve) => (timer = setTimeout(resolve, Math.max(0, deadline - Date.now())))),
+        ]);
+        clearTimeout(timer);
+      }
+      clearTimeout(retryTimer);
+      retryTimer = undefined;
+      clearTimeout(flushTimer);
+      agent?.destroy();
+    },
+  };
+};

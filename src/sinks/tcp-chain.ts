@@ -1,0 +1,214 @@
+// `tcp_chain` sink: the sending end of a chain link (DESIGN.md §9). Connects lazily, says hello,
+// writes each batch as one chunk of JSON lines and keeps every entry until the peer acknowledges
+// it; after a reconnect (exponential backoff with jitter) the unacknowledged ones are sent again.
+
+import { connect as netConnect, type Socket } from 'node:net';
+import { type ConnectionOptions, connect as tlsConnect } from 'node:tls';
+import { chainBackoff, type ChainSinkConfig, chainSinkConfig } from '../chain/sink-config.js';
+import { defaultNode, encodeEntry, helloLine, LineSplitter, parseServerLine } from '../chain/protocol.js';
+import { errorMessage } from '../core/errors.js';
+import { clientTlsOptions } from '../net/tls.js';
+import type { Sink, SinkFactory } from './types.js';
+
+interface TcpChainSinkConfig extends ChainSinkConfig {
+  readonly dial_timeout_ms: number;
+  readonly write_timeout_ms: number;
+}
+
+type State = 'idle' | 'connecting' | 'ready' | 'waiting';
+
+export const createTcpChainSink: SinkFactory = (plugin, ctx): Sink => {
+  const cfg = chainSinkConfig<TcpChainSinkConfig>(plugin, {
+    dial_timeout_ms: { t: 'number', def: 5000, int: true, min: 1 },
+    write_timeout_ms: { t: 'number', def: 5000, int: true, min: 1 },
+  });
+  const tlsOptions: ConnectionOptions | undefined = clientTlsOptions('sink', plugin.id, cfg.tls, cfg.host);
+  const node = cfg.node ?? defaultNode();
+  const hello = helloLine(node);
+  const backoff = chainBackoff(cfg);
+  const counters = { connected: 0, reconnects: 0, unacked: 0, synthesized: 0 };
+  const log = ctx.log;
+
+  // Entries not yet acknowledged, encoded, oldest first: lines[head..]; the first `sent` of them
+  // went out on the current connection.
+  let lines: string[] = [];
+  let head = 0;
+  let sent = 0;
+  let lastAck = 0;
+  const held = () => lines.length - head;
+
+  let state: State = 'idle';
+  let socket: Socket | undefined;
+  let dialTimer: NodeJS.Timeout | undefined;
+  let writeTimer: NodeJS.Timeout | undefined;
+  let retryTimer: NodeJS.Timeout | undefined;
+  let everConnected = false;
+  /** a failure is logged at WARN once per outage, then at DEBUG */
+  let outageLogged = false;
+  let closing = false;
+  let spaceWaiter: (() => void) | undefined;
+  let emptyWaiter: (() => void) | undefined;
+  const encodeOut = { completed: false };
+
+  const wakeWriters = () => {
+    if (spaceWaiter && (held() < cfg.buffer_size || closing)) {
+      const w = spaceWaiter;
+      spaceWaiter = undefined;
+      w();
+    }
+    if (emptyWaiter && held() === 0) {
+      const w = emptyWaiter;
+      emptyWaiter = undefined;
+      w();
+    }
+  };
+
+  const onAck = (n: number) => {
+    const delta = Math.min(n - lastAck, sent);
+    if (delta <= 0) return;
+    lastAck = n;
+    head += delta;
+    sent -= delta;
+    if (head === lines.length) {
+      lines = [];
+      head = 0;
+    } else if (head > 4096 && head * 2 > lines.length) {
+      lines = lines.slice(head);
+      head = 0;
+    }
+    counters.unacked = held();
+    wakeWriters();
+  };
+
+  const sendPending = () => {
+    if (state !== 'ready' || !socket) return;
+    const from = head + sent;
+    if (from >= lines.length) return;
+    const chunk = `${lines.slice(from).join('\n')}\n`;
+    sent = held();
+    if (!socket.write(chunk) && !writeTimer) {
+      const s = socket;
+      writeTimer = setTimeout(() => s.destroy(new Error(`write timeout after ${cfg.write_timeout_ms} ms`)), cfg.write_timeout_ms);
+    }
+  };
+
+  const scheduleReconnect = () => {
+    if (retryTimer) return;
+    const delay = backoff.next();
+    counters.reconnects++;
+    state = 'waiting';
+    retryTimer = setTimeout(() => {
+      retryTimer = undefined;
+      state = 'idle';
+      dial();
+    }, delay);
+  };
+
+  const dial = () => {
+    if (state !== 'idle') return;
+    state = 'connecting';
+    const s = tlsOptions ? tlsConnect({ ...tlsOptions, host: cfg.host, port: cfg.port }) : netConnect({ host: cfg.host, port: cfg.port });
+    socket = s;
+    let failure: string | undefined;
+    dialTimer = setTimeout(() => s.destroy(new Error(`no answer within dial_timeout_ms (${cfg.dial_timeout_ms} ms)`)), cfg.dial_timeout_ms);
+    s.setNoDelay(true);
+    s.setEncoding('utf8');
+    s.once(tlsOptions ? 'secureConnect' : 'connect', () => s.write(hello));
+    const splitter = new LineSplitter(64 * 1024);
+    s.on('data', (chunk: string) => {
+      const fits = splitter.push(chunk, (line) => {
+        const msg = parseServerLine(line);
+        if (!msg) return;
+        if (msg.kind === 'ack') onAck(msg.n);
+        else if (msg.kind === 'ok' && state === 'connecting') {
+          clearTimeout(dialTimer);
+          state = 'ready';
+          sent = 0;
+          lastAck = 0;
+          everConnected = true;
+          outageLogged = false;
+          counters.connected = 1;
+          backoff.reset();
+          log.debug({ remote: `${cfg.host}:${cfg.port}`, tls: !!tlsOptions, node, unacked: held() }, 'Chain link connected');
+          sendPending();
+        } else if (msg.kind === 'error') {
+          failure = `peer refused: ${msg.error}`;
+          s.destroy();
+        }
+      });
+      if (!fits) s.destroy(new Error('peer line too long'));
+    });
+    s.on('drain', () => {
+      clearTimeout(writeTimer);
+      writeTimer = undefined;
+    });
+    s.on('error', (err) => {
+      failure ??= errorMessage(err);
+    });
+    s.on('close', () => {
+      clearTimeout(dialTimer);
+      clearTimeout(writeTimer);
+      writeTimer = undefined;
+      if (socket !== s) return;
+      socket = undefined;
+      const wasReady = state === 'ready';
+      state = 'idle';
+      sent = 0;
+      counters.connected = 0;
+      const fields = { remote: `${cfg.host}:${cfg.port}`, error: failure ?? 'connection closed', unacked: held() };
+      if (wasReady) log.debug(fields, 'Chain link disconnected');
+      if (!wasReady || failure) {
+        if (!outageLogged && !closing) {
+          outageLogged = true;
+          log.warn(fields, everConnected ? 'Chain link lost, reconnecting' : 'Chain link cannot connect, retrying');
+        } else {
+          log.debug(fields, 'Chain link attempt failed');
+        }
+      }
+      if (closing && held() === 0) return;
+      if (held() > 0 || !wasReady) scheduleReconnect();
+    });
+  };
+
+  return {
+    id: plugin.id,
+    type: 'tcp_chain',
+    counters,
+    bufferSize: cfg.buffer_size,
+    onFull: cfg.on_full,
+    write(batch) {
+      const now = Date.now();
+      for (const item of batch) {
+        lines.push(encodeEntry(item.entry, now, ctx.pipeline, encodeOut));
+        if (encodeOut.completed) counters.synthesized++;
+      }
+      counters.unacked = held();
+      if (state === 'ready') sendPending();
+      else if (state === 'idle' && !ctx.checkOnly) dial();
+      if (held() >= cfg.buffer_size && !closing) return new Promise<void>((resolve) => (spaceWaiter = resolve));
+    },
+    held,
+    async close(deadline) {
+      closing = true;
+      wakeWriters();
+      if (held() > 0 && !ctx.checkOnly) {
+        if (state === 'idle') dial();
+        let timer: NodeJS.Timeout | undefined;
+        await Promise.race([
+          new Promise<void>((resolve) => (emptyWaiter = resolve)),
+          new Promise<void>((resolve) => (timer = setTimeout(resolve, Math.max(0, deadline - Date.now())))),
+        ]);
+        clearTimeout(timer);
+      }
+      clearTimeout(retryTimer);
+      retryTimer = undefined;
+      const s = socket;
+      if (s) {
+        s.end();
+        const t = setTimeout(() => s.destroy(), Math.max(100, Math.min(1000, deadline - Date.now())));
+        await new Promise<void>((resolve) => s.once('close', () => resolve()));
+        clearTimeout(t);
+      }
+    },
+  };
+};

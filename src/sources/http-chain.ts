@@ -1,0 +1,236 @@
+// `http_chain` source: the receiving end of an HTTP chain link (DESIGN.md §9). Each
+// `POST <path>` carries an NDJSON batch; its entries are emitted as one batch and answered with
+// 204 once queued, or 503 with Retry-After while the pipeline is saturated.
+
+import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
+import type { Socket } from 'node:net';
+import type { TLSSocket, TlsOptions } from 'node:tls';
+import { decodeEntry, HEADER_ACCEPTED, HEADER_NODE, HEADER_PROTOCOL, PROTOCOL_VERSION, RETRY_AFTER_S } from '../chain/protocol.js';
+import type { Entry } from '../core/entry.js';
+import { PORT, pluginConfig } from '../core/plugin-config.js';
+import { closeSession, openSession, type Session } from '../net/session.js';
+import { AUTH_FIELDS, type AuthConfig, checkAuthConfig, createAuthorizer, serverTlsOptions, TLS_FIELDS, type TlsConfig } from '../net/tls.js';
+import type { Source, SourceFactory } from './types.js';
+
+interface HttpChainSourceConfig {
+  readonly host: string;
+  readonly port: number;
+  readonly path: string;
+  readonly max_body_bytes: number;
+  /** most entries handed to the pipeline in one batch */
+  readonly buffer_size: number;
+  /** time allowed to receive a whole request, ms; 0 = none */
+  readonly read_timeout_ms: number;
+  readonly tls: TlsConfig;
+  readonly auth?: AuthConfig;
+}
+
+interface Peer {
+  readonly session: Session;
+  /** false when the client's identity is not allowed */
+  readonly allowed: boolean;
+}
+
+const json = (res: ServerResponse, status: number, body: object, headers: Record<string, string> = {}) => {
+  const text = JSON.stringify(body);
+  res.writeHead(status, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text), ...headers });
+  res.end(text);
+};
+
+export const createHttpChainSource: SourceFactory = (plugin, ctx): Source => {
+  const cfg = pluginConfig<HttpChainSourceConfig>('source', plugin, {
+    host: { t: 'string', def: '0.0.0.0' },
+    port: PORT,
+    path: { t: 'string', def: '/ingest', nonEmpty: true },
+    max_body_bytes: { t: 'number', def: 8388608, int: true, min: 1 },
+    buffer_size: { t: 'number', def: 1000, int: true, min: 1 },
+    read_timeout_ms: { t: 'number', def: 30000, int: true, min: 0 },
+    ...TLS_FIELDS,
+    ...AUTH_FIELDS,
+  });
+  checkAuthConfig('source', plugin.id, cfg.tls, cfg.auth);
+  const tlsOptions: TlsOptions | undefined = serverTlsOptions('source', plugin.id, cfg.tls);
+  const counters = {
+    total_entries: 0,
+    dropped_entries: 0,
+    total_requests: 0,
+    active_connections: 0,
+    parse_errors: 0,
+    tls_handshake_errors: 0,
+    auth_rejected: 0,
+  };
+  const authorize = createAuthorizer({ auth: cfg.auth, log: ctx.log, pipeline: ctx.pipeline, plugin: plugin.id, counters });
+  const peers = new WeakMap<Socket, Peer>();
+  let server: Server | undefined;
+  let started = false;
+  let paused = false;
+  let stopping = false;
+
+  const onConnection = (socket: Socket, tls: boolean) => {
+    let identity: string | undefined;
+    let allowed = true;
+    if (tls) {
+      const verdict = authorize(socket as TLSSocket);
+      allowed = verdict.ok;
+      if (verdict.ok) identity = verdict.identity;
+    }
+    const session = openSession(socket, tls, ctx.log, identity);
+    peers.set(socket, { session, allowed });
+    counters.active_connections++;
+    socket.once('close', () => {
+      counters.active_connections--;
+      closeSession(session, ctx.log);
+    });
+  };
+
+  const ingest = (req: IncomingMessage, res: ServerResponse, peer: Peer | undefined, body: string) => {
+    const node = peer?.session.auth_identity ?? (headerValue(req.headers[HEADER_NODE]) || undefined);
+    const now = Date.now();
+    let accepted = 0;
+    let batch: Entry[] = [];
+    let start = 0;
+    while (start < body.length) {
+      let nl = body.indexOf('\n', start);
+      if (nl < 0) nl = body.length;
+      let end = nl;
+      if (end > start && body.charCodeAt(end - 1) === 13) end--;
+      if (end > start) {
+        const entry = decodeEntry(body.slice(start, end), node, now, ctx.pipeline);
+        if (entry) {
+          batch.push(entry);
+          if (batch.length >= cfg.buffer_size) {
+            accepted += batch.length;
+            counters.total_entries += batch.length;
+            ctx.emit(batch);
+            batch = [];
+          }
+        } else {
+          counters.parse_errors++;
+        }
+      }
+      start = nl + 1;
+    }
+    if (batch.length > 0) {
+      accepted += batch.length;
+      counters.total_entries += batch.length;
+      ctx.emit(batch);
+    }
+    res.writeHead(204, { [HEADER_ACCEPTED]: String(accepted) });
+    res.end();
+  };
+
+  const handle = (req: IncomingMessage, res: ServerResponse) => {
+    counters.total_requests++;
+    const peer = peers.get(req.socket);
+    const url = req.url ?? '/';
+    const q = url.indexOf('?');
+    const path = q < 0 ? url : url.slice(0, q);
+    if (peer && !peer.allowed) {
+      req.resume();
+      json(res, 403, { error: 'forbidden' }, { Connection: 'close' });
+      return;
+    }
+    if (path !== cfg.path) {
+      req.resume();
+      json(res, 404, { error: 'not found' });
+      return;
+    }
+    if (req.method !== 'POST') {
+      req.resume();
+      json(res, 405, { error: 'method not allowed' }, { Allow: 'POST' });
+      return;
+    }
+    const version = headerValue(req.headers[HEADER_PROTOCOL]);
+    if (version !== String(PROTOCOL_VERSION)) {
+      counters.parse_errors++;
+      req.resume();
+      json(res, 400, { error: version ? `unsupported protocol version ${JSON.stringify(version)}, want 1` : `missing X-Logrelay-Protocol header` });
+      return;
+    }
+    if (stopping || !started || paused || ctx.isSaturated()) {
+      req.resume();
+      json(res, 503, { error: stopping ? 'shutting down' : 'busy' }, { 'Retry-After': String(RETRY_AFTER_S) });
+      return;
+    }
+    const declared = Number(req.headers['content-length']);
+    if (declared > cfg.max_body_bytes) {
+      json(res, 413, { error: `body over max_body_bytes (${cfg.max_body_bytes})` }, { Connection: 'close' });
+      req.socket.destroySoon();
+      return;
+    }
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let over = false;
+    req.on('data', (chunk: Buffer) => {
+      if (over) return;
+      size += chunk.length;
+      if (size > cfg.max_body_bytes) {
+        over = true;
+        chunks.length = 0;
+        json(res, 413, { error: `body over max_body_bytes (${cfg.max_body_bytes})` }, { Connection: 'close' });
+        req.socket.destroySoon();
+        return;
+      }
+      chunks.push(chunk);
+    });
+    req.on('end', () => {
+      if (over) return;
+      const body = chunks.length === 1 ? chunks[0]!.toString('utf8') : Buffer.concat(chunks, size).toString('utf8');
+      ingest(req, res, peer, body);
+    });
+  };
+
+  return {
+    id: plugin.id,
+    type: 'http_chain',
+    counters,
+    pausable: true,
+    async open() {
+      if (ctx.checkOnly) return;
+      const srv = tlsOptions ? createHttpsServer(tlsOptions, handle) : createHttpServer(handle);
+      if (tlsOptions) {
+        srv.on('secureConnection', (s: TLSSocket) => onConnection(s, true));
+        srv.on('tlsClientError', () => counters.tls_handshake_errors++);
+      } else {
+        srv.on('connection', (s: Socket) => onConnection(s, false));
+      }
+      srv.requestTimeout = cfg.read_timeout_ms;
+      srv.headersTimeout = cfg.read_timeout_ms === 0 ? 60_000 : Math.min(60_000, cfg.read_timeout_ms);
+      srv.keepAliveTimeout = 65_000;
+      await new Promise<void>((resolve, reject) => {
+        srv.once('error', reject);
+        srv.listen(cfg.port, cfg.host, () => {
+          srv.off('error', reject);
+          resolve();
+        });
+      });
+      server = srv;
+    },
+    start() {
+      started = true;
+    },
+    pause() {
+      paused = true;
+    },
+    resume() {
+      paused = false;
+    },
+    async stop() {
+      if (stopping) return;
+      stopping = true;
+      const srv = server;
+      if (!srv) return;
+      const closed = new Promise<void>((resolve) => srv.close(() => resolve()));
+      srv.closeIdleConnections();
+      // Requests under way finish (their entries are queued synchronously); then everyone goes.
+      const timer = setTimeout(() => srv.closeAllConnections(), 500);
+      await closed;
+      clearTimeout(timer);
+    },
+  };
+};
+
+function headerValue(v: string | string[] | undefined): string {
+  return Array.isArray(v) ? (v[0] ?? '') : (v ?? '');
+}

@@ -1,0 +1,250 @@
+// `tcp_chain` source: the receiving end of a chain link (DESIGN.md §9). Each connection sends a
+// hello, then one JSON entry per line; entries are emitted one batch per read and acknowledged
+// once they sit in the sink queues. A saturated pipeline pauses every connection (TCP backpressure).
+
+import { createServer as createNetServer, type Server, type Socket } from 'node:net';
+import { createServer as createTlsServer, type TLSSocket, type TlsOptions } from 'node:tls';
+import { ackLine, decodeEntry, errorLine, LineSplitter, OK_LINE, parseHello } from '../chain/protocol.js';
+import type { Entry } from '../core/entry.js';
+import { PORT, pluginConfig } from '../core/plugin-config.js';
+import { closeSession, openSession, type Session } from '../net/session.js';
+import { AUTH_FIELDS, type AuthConfig, checkAuthConfig, createAuthorizer, serverTlsOptions, TLS_FIELDS, type TlsConfig } from '../net/tls.js';
+import type { Source, SourceFactory } from './types.js';
+
+interface TcpChainSourceConfig {
+  readonly host: string;
+  readonly port: number;
+  /** 0 = unlimited */
+  readonly max_connections: number;
+  /** most entries handed to the pipeline in one batch */
+  readonly buffer_size: number;
+  readonly hello_timeout_ms: number;
+  /** 0 = none */
+  readonly read_timeout_ms: number;
+  readonly max_line_bytes: number;
+  readonly tls: TlsConfig;
+  readonly auth?: AuthConfig;
+}
+
+interface Link {
+  readonly socket: Socket;
+  session?: Session;
+  /** hello accepted */
+  ready: boolean;
+  node: string | undefined;
+  /** entries handed to the pipeline on this connection */
+  received: number;
+  acked: number;
+  helloTimer?: NodeJS.Timeout;
+  ackScheduled: boolean;
+  closed: boolean;
+}
+
+export const createTcpChainSource: SourceFactory = (plugin, ctx): Source => {
+  const cfg = pluginConfig<TcpChainSourceConfig>('source', plugin, {
+    host: { t: 'string', def: '0.0.0.0' },
+    port: PORT,
+    max_connections: { t: 'number', def: 0, int: true, min: 0 },
+    buffer_size: { t: 'number', def: 1000, int: true, min: 1 },
+    hello_timeout_ms: { t: 'number', def: 10000, int: true, min: 1 },
+    read_timeout_ms: { t: 'number', def: 0, int: true, min: 0 },
+    max_line_bytes: { t: 'number', def: 1048576, int: true, min: 64 },
+    ...TLS_FIELDS,
+    ...AUTH_FIELDS,
+  });
+  checkAuthConfig('source', plugin.id, cfg.tls, cfg.auth);
+  const tlsOptions: TlsOptions | undefined = serverTlsOptions('source', plugin.id, cfg.tls);
+  const counters = {
+    total_entries: 0,
+    dropped_entries: 0,
+    active_connections: 0,
+    rejected_conns: 0,
+    parse_errors: 0,
+    tls_handshake_errors: 0,
+    auth_rejected: 0,
+  };
+  const authorize = createAuthorizer({ auth: cfg.auth, log: ctx.log, pipeline: ctx.pipeline, plugin: plugin.id, counters });
+  const links = new Set<Link>();
+  /** connections accepted before start(): they wait, unread */
+  const waiting: Link[] = [];
+  let server: Server | undefined;
+  let started = false;
+  let stopping = false;
+  let paused = false;
+
+  const sendAck = (link: Link) => {
+    link.ackScheduled = false;
+    if (link.closed || link.received === link.acked) return;
+    link.acked = link.received;
+    link.socket.write(ackLine(link.received));
+  };
+
+  const scheduleAck = (link: Link) => {
+    if (link.ackScheduled) return;
+    link.ackScheduled = true;
+    // Acks follow the read that produced them (well inside the 100 ms the contract allows),
+    // coalesced per turn of the event loop so a burst of reads costs one small write.
+    setImmediate(sendAck, link);
+  };
+
+  const refuse = (link: Link, reason: string) => {
+    link.socket.end(errorLine(reason));
+    link.socket.destroySoon();
+  };
+
+  const begin = (link: Link) => {
+    const { socket } = link;
+    const splitter = new LineSplitter(cfg.max_line_bytes);
+    link.helloTimer = setTimeout(() => {
+      counters.parse_errors++;
+      refuse(link, `no hello within ${cfg.hello_timeout_ms} ms`);
+    }, cfg.hello_timeout_ms);
+    if (cfg.read_timeout_ms > 0) {
+      socket.setTimeout(cfg.read_timeout_ms, () => {
+        if (!paused) socket.destroy();
+      });
+    }
+    let batch: Entry[] = [];
+    const flush = () => {
+      if (batch.length === 0) return;
+      const b = batch;
+      batch = [];
+      counters.total_entries += b.length;
+      link.received += b.length;
+      ctx.emit(b);
+    };
+    const onLine = (line: string) => {
+      if (link.closed) return;
+      if (!link.ready) {
+        const hello = parseHello(line);
+        clearTimeout(link.helloTimer);
+        if (!hello.ok) {
+          counters.parse_errors++;
+          refuse(link, hello.error);
+          link.closed = true;
+          return;
+        }
+        link.ready = true;
+        link.node = link.session?.auth_identity ?? (hello.node || undefined);
+        socket.write(OK_LINE);
+        return;
+      }
+      if (line.length === 0) return;
+      const entry = decodeEntry(line, link.node, Date.now(), ctx.pipeline);
+      if (!entry) {
+        counters.parse_errors++;
+        return;
+      }
+      batch.push(entry);
+      if (batch.length >= cfg.buffer_size) flush();
+    };
+    socket.setEncoding('utf8');
+    socket.on('data', (chunk: string) => {
+      if (link.closed) return;
+      const fits = splitter.push(chunk, onLine);
+      flush();
+      if (link.received !== link.acked) scheduleAck(link);
+      if (!fits) {
+        counters.parse_errors++;
+        link.closed = true;
+        if (link.received !== link.acked) socket.write(ackLine(link.received));
+        refuse(link, `line over max_line_bytes (${cfg.max_line_bytes})`);
+        return;
+      }
+      if (ctx.isSaturated()) socket.pause();
+    });
+    if (!paused) socket.resume();
+  };
+
+  const accept = (socket: Socket, tls: boolean) => {
+    socket.pause();
+    socket.on('error', () => {});
+    if (stopping) {
+      socket.destroy();
+      return;
+    }
+    if (cfg.max_connections > 0 && links.size >= cfg.max_connections) {
+      counters.rejected_conns++;
+      socket.end(errorLine('too many connections'));
+      socket.destroySoon();
+      return;
+    }
+    let identity: string | undefined;
+    if (tls) {
+      const verdict = authorize(socket as TLSSocket);
+      if (!verdict.ok) {
+        socket.end(errorLine('forbidden'));
+        socket.destroySoon();
+        return;
+      }
+      identity = verdict.identity;
+    }
+    const link: Link = { socket, ready: false, node: undefined, received: 0, acked: 0, ackScheduled: false, closed: false };
+    link.session = openSession(socket, tls, ctx.log, identity);
+    links.add(link);
+    counters.active_connections = links.size;
+    socket.setNoDelay(true);
+    socket.on('close', () => {
+      link.closed = true;
+      clearTimeout(link.helloTimer);
+      links.delete(link);
+      counters.active_connections = links.size;
+      if (link.session) closeSession(link.session, ctx.log);
+    });
+    if (started) begin(link);
+    else waiting.push(link);
+  };
+
+  return {
+    id: plugin.id,
+    type: 'tcp_chain',
+    counters,
+    pausable: true,
+    async open() {
+      if (ctx.checkOnly) return;
+      const srv = tlsOptions
+        ? createTlsServer(tlsOptions, (s) => accept(s, true))
+        : createNetServer({ pauseOnConnect: true }, (s) => accept(s, false));
+      if (tlsOptions) srv.on('tlsClientError', () => counters.tls_handshake_errors++);
+      await new Promise<void>((resolve, reject) => {
+        srv.once('error', reject);
+        srv.listen(cfg.port, cfg.host, () => {
+          srv.off('error', reject);
+          resolve();
+        });
+      });
+      server = srv;
+    },
+    start() {
+      if (started) return;
+      started = true;
+      for (const link of waiting.splice(0)) if (!link.closed) begin(link);
+    },
+    pause() {
+      paused = true;
+      for (const link of links) link.socket.pause();
+    },
+    resume() {
+      paused = false;
+      if (stopping) return;
+      for (const link of links) if (started && !link.closed) link.socket.resume();
+    },
+    async stop() {
+      if (stopping) return;
+      stopping = true;
+      const closing = server ? new Promise<void>((resolve) => server!.close(() => resolve())) : Promise.resolve();
+      for (const link of links) {
+        // Everything emitted so far is queued: acknowledge it so the sink does not resend it.
+        if (!link.closed && link.ready && link.received !== link.acked) link.socket.write(ackLine(link.received));
+        link.closed = true;
+        link.socket.end();
+        link.socket.destroySoon();
+      }
+      const timer = setTimeout(() => {
+        for (const link of links) link.socket.destroy();
+      }, 1000);
+      await closing;
+      clearTimeout(timer);
+    },
+  };
+};
