@@ -1,0 +1,242 @@
+// Bad peers against real chain sources: each gets its contract answer (§9), the counters in the
+// status report rise, and a well-behaved link on another connection keeps flowing meanwhile.
+
+import { randomBytes } from 'node:crypto';
+import { request } from 'node:http';
+import { connect, type Socket } from 'node:net';
+import test from 'ava';
+import { freePort, type LogRecord, type RunningNode, spawnNode, tempDir, waitFor } from '../helpers/node.js';
+
+const tmp = tempDir('logrelay-bad-peers-');
+let node: RunningNode | undefined;
+test.after.always(async () => {
+  await node?.stop(5000);
+  tmp.remove();
+});
+
+interface Peer {
+  readonly socket: Socket;
+  readonly lines: string[];
+  readonly closed: Promise<void>;
+  send(text: string): void;
+  waitLine(match: (l: string) => boolean, what: string): Promise<string>;
+}
+
+async function dial(port: number): Promise<Peer> {
+  const socket = connect({ host: '127.0.0.1', port });
+  const lines: string[] = [];
+  let rest = '';
+  socket.setEncoding('utf8');
+  socket.on('data', (chunk: string) => {
+    rest += chunk;
+    for (let i = rest.indexOf('\n'); i >= 0; i = rest.indexOf('\n')) {
+      lines.push(rest.slice(0, i));
+      rest = rest.slice(i + 1);
+    }
+  });
+  socket.on('error', () => {});
+  const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+  await new Promise<void>((resolve, reject) => {
+    socket.once('connect', resolve);
+    socket.once('error', reject);
+  });
+  return {
+    socket,
+    lines,
+    closed,
+    send: (text) => void socket.write(text),
+    waitLine: (match, what) => waitFor(() => lines.find(match), what, 10_000),
+  };
+}
+
+interface Reply {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: string;
+}
+
+function httpCall(port: number, method: string, path: string, headers: Record<string, string | number>, body?: string | Buffer): Promise<Reply> {
+  return new Promise((resolve, reject) => {
+    const req = request({ host: '127.0.0.1', port, method, path, headers, agent: false }, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (c: string) => (text += c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: text }));
+      res.on('error', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: text }));
+    });
+    // The server may answer and close before the whole (oversized) body is written.
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+const entry = (message: string) => `${JSON.stringify({ time: new Date().toISOString(), source: 'peer', message })}\n`;
+const HELLO = '{"logrelay":1,"node":"good"}\n';
+const PROTO = { 'X-Logrelay-Protocol': '1', 'X-Logrelay-Node': 'web', 'Content-Type': 'application/x-ndjson' };
+
+function latestStatus(n: RunningNode, pipeline: string): LogRecord | undefined {
+  for (let i = n.records.length - 1; i >= 0; i--) {
+    const r = n.records[i]!;
+    if (r.msg === 'status report' && r.pipeline === pipeline) return r;
+  }
+  return undefined;
+}
+
+test.serial('bad peers get their contract answers, counters rise, valid traffic is unaffected', async (t) => {
+  const [tcpPort, tcp1Port, httpPort, stallPort, deadPort] = await Promise.all([freePort(), freePort(), freePort(), freePort(), freePort()]);
+  const toml = `
+status_interval_ms = 1000
+[[pipelines]]
+name = "recv"
+[pipelines.flow.format]
+type = "json"
+[[pipelines.plugin_sources]]
+id = "tcp"
+type = "tcp_chain"
+[pipelines.plugin_sources.config]
+host = "127.0.0.1"
+port = ${tcpPort}
+hello_timeout_ms = 500
+[[pipelines.plugin_sources]]
+id = "tcp1"
+type = "tcp_chain"
+[pipelines.plugin_sources.config]
+host = "127.0.0.1"
+port = ${tcp1Port}
+max_connections = 1
+[[pipelines.plugin_sources]]
+id = "http"
+type = "http_chain"
+[pipelines.plugin_sources.config]
+host = "127.0.0.1"
+port = ${httpPort}
+max_body_bytes = 65536
+[[pipelines.plugin_sinks]]
+type = "stdout"
+
+[[pipelines]]
+name = "stall"
+[[pipelines.plugin_sources]]
+id = "stalled"
+type = "http_chain"
+[pipelines.plugin_sources.config]
+host = "127.0.0.1"
+port = ${stallPort}
+[[pipelines.plugin_sinks]]
+id = "nowhere"
+type = "tcp_chain"
+[pipelines.plugin_sinks.config]
+host = "127.0.0.1"
+port = ${deadPort}
+buffer_size = 10
+on_full = "block"
+`;
+  node = spawnNode(['-c', tmp.file('bad.toml', toml), '--logging.level=debug']);
+  await waitFor(() => node!.records.filter((r) => r.msg === 'Starting pipeline').length === 2, 'both pipelines started');
+
+  // A well-behaved link that stays open throughout, with garbage lines between valid ones.
+  const good = await dial(tcpPort);
+  good.send(HELLO);
+  await good.waitLine((l) => l === '{"ok":1}', 'ok to a valid hello');
+  good.send(`${entry('good-0')}garbage\n${entry('good-1')}[1,2]\n{"broken"\n${entry('good-2')}`);
+  await good.waitLine((l) => l === '{"ack":3}', 'ack of the 3 valid entries (garbage skipped)');
+  let goodSent = 3;
+  const sendGood = () => good.send(entry(`good-${goodSent++}`));
+
+  // No hello within hello_timeout_ms.
+  const silent = await dial(tcpPort);
+  await silent.closed;
+  t.regex(silent.lines[0] ?? '', /^\{"error":".*hello.*"\}$/);
+  sendGood();
+
+  // Another protocol version.
+  const v99 = await dial(tcpPort);
+  v99.send('{"logrelay":99,"node":"future"}\n');
+  await v99.closed;
+  t.regex(v99.lines[0] ?? '', /^\{"error":".*version.*"\}$/);
+  t.false(v99.lines.includes('{"ok":1}'));
+  sendGood();
+
+  // Random bytes instead of a hello.
+  const noise = await dial(tcpPort);
+  noise.send(Buffer.concat([Buffer.from([0xff, 0x00, 0x7b]), randomBytes(8192), Buffer.from('\n')]) as unknown as string);
+  await noise.closed;
+  t.regex(noise.lines[0] ?? '', /^\{"error":/);
+  sendGood();
+
+  // A 2 MiB line after a valid hello ends the connection.
+  const huge = await dial(tcpPort);
+  huge.send(HELLO);
+  await huge.waitLine((l) => l === '{"ok":1}', 'ok before the huge line');
+  huge.socket.write(`${entry('before-huge')}{"message":"${'x'.repeat(2 * 1024 * 1024)}"}\n`);
+  await huge.closed;
+  t.true(huge.lines.some((l) => l.startsWith('{"error":') && l.includes('max_line_bytes')));
+  sendGood();
+
+  // max_connections = 1: the second connection is refused.
+  const first = await dial(tcp1Port);
+  first.send('{"logrelay":1,"node":"one"}\n');
+  await first.waitLine((l) => l === '{"ok":1}', 'first connection accepted');
+  const second = await dial(tcp1Port);
+  await second.closed;
+  t.regex(second.lines[0] ?? '', /^\{"error":"too many connections"\}$/);
+  first.socket.destroy();
+
+  // HTTP: protocol header missing or another version, oversized body, GET, bad lines.
+  const noHeader = await httpCall(httpPort, 'POST', '/ingest', { 'Content-Type': 'application/x-ndjson' }, entry('h'));
+  t.is(noHeader.status, 400);
+  const wrongVersion = await httpCall(httpPort, 'POST', '/ingest', { ...PROTO, 'X-Logrelay-Protocol': '99' }, entry('h'));
+  t.is(wrongVersion.status, 400);
+  const big = await httpCall(httpPort, 'POST', '/ingest', PROTO, entry('y'.repeat(100_000))).catch(() => undefined);
+  t.is(big?.status, 413);
+  const get = await httpCall(httpPort, 'GET', '/ingest', {});
+  t.is(get.status, 405);
+  t.is(get.headers.allow, 'POST');
+  sendGood();
+  const mixed = await httpCall(httpPort, 'POST', '/ingest', PROTO, `${entry('web-0')}not json\n${entry('web-1')}`);
+  t.is(mixed.status, 204);
+  t.is(mixed.headers['x-logrelay-accepted'], '2');
+
+  // A saturated pipeline answers 503 with Retry-After.
+  let busy: Reply | undefined;
+  for (let i = 0; i < 20 && busy?.status !== 503; i++) {
+    busy = await httpCall(stallPort, 'POST', '/ingest', PROTO, entry('stall').repeat(50));
+    t.true(busy.status === 204 || busy.status === 503, `stalled pipeline answers ${busy.status}`);
+  }
+  t.is(busy?.status, 503);
+  t.truthy(busy?.headers['retry-after']);
+
+  // The good link was never disturbed: everything it sent arrived, stamped with its node.
+  sendGood();
+  await good.waitLine((l) => l === `{"ack":${goodSent}}`, `ack of all ${goodSent} good entries`);
+  const out = () => node!.out.filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as { node?: string; message: string });
+  await waitFor(() => out().filter((e) => e.message.startsWith('good-')).length === goodSent, 'all good entries on stdout');
+  t.true(out().filter((e) => e.message.startsWith('good-')).every((e) => e.node === 'good'));
+  t.deepEqual(
+    out()
+      .filter((e) => e.message.startsWith('web-'))
+      .map((e) => [e.node, e.message]),
+    [
+      ['web', 'web-0'],
+      ['web', 'web-1'],
+    ],
+  );
+  t.true(out().some((e) => e.message === 'before-huge'), 'entries before the over-long line were kept');
+  good.socket.destroy();
+
+  const status = await waitFor(() => {
+    const s = latestStatus(node!, 'recv');
+    return s &&
+      Number(s['sources.tcp.parse_errors']) >= 7 &&
+      Number(s['sources.tcp1.rejected_conns']) >= 1 &&
+      Number(s['sources.http.parse_errors']) >= 3 &&
+      Number(s['sources.http.total_requests']) >= 5
+      ? s
+      : undefined;
+  }, 'status report shows the counters risen');
+  // 3 garbage lines, no hello, version 99, random bytes, the 2 MiB line
+  t.is(status['sources.tcp.parse_errors'], 7);
+  t.is(status['sources.tcp1.rejected_conns'], 1);
+  // missing header, version 99, one bad line
+  t.is(status['sources.http.parse_errors'], 3);
+});
