@@ -1,16 +1,20 @@
 // The source registry: every `type` maps to its factory.
 
 import { createFileSource } from './file.js';
+import { createHttpChainSource } from './http-chain.js';
 import { createRandomSource } from './random.js';
 import { createStdinSource } from './stdin.js';
+import { createTcpChainSource } from './tcp-chain.js';
 import type { SourceFactory } from './types.js';
 
-export type SourceType = 'random' | 'file' | 'stdin';
+export type SourceType = 'random' | 'file' | 'stdin' | 'tcp_chain' | 'http_chain';
 
 export const SOURCES = {
   random: createRandomSource,
   file: createFileSource,
   stdin: createStdinSource,
+  tcp_chain: createTcpChainSource,
+  http_chain: createHttpChainSource,
 } satisfies Record<SourceType, SourceFactory>;
 
 export function sourceFactory(type: string): SourceFactory | undefined {
