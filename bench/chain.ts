@@ -1,0 +1,207 @@
+// Chain bench: one hop each way on 127.0.0.1, two real nodes (bin/logrelay.js child processes).
+// Node A: stdin → chain sink; node B: chain source → null (throughput) or → stdout (latency).
+//
+// Throughput: 1,000,000 lines of 200 bytes piped into A (its chain sink blocks when full, so
+// nothing is dropped); timed from the first byte written until B's status report (every 100 ms)
+// shows every entry taken by its null sink. Latency: single entries at 1,000 entries/s, each
+// carrying the bench's send time; B prints the raw message and the bench takes the receive time
+// itself, so both ends use one clock. Scenarios: tcp_chain, tcp_chain with mutual TLS, and
+// http_chain at its default batching (flush_interval_ms = 1000). Every step has a deadline.
+
+import { performance } from 'node:perf_hooks';
+import type { Writable } from 'node:stream';
+import { fileURLToPath } from 'node:url';
+import { freePort, type RunningNode, spawnNode, tempDir, waitFor } from '../test/helpers/node.js';
+import { makePki, type Pki } from '../test/helpers/pki.js';
+import { benchLine } from './input.js';
+
+const LINES = Number(process.env.BENCH_LINES ?? 1_000_000);
+const LINE_BYTES = 200;
+const LATENCY_ENTRIES = Number(process.env.BENCH_LATENCY_ENTRIES ?? 3000);
+const LATENCY_RATE = 1000;
+const WARMUP = 200;
+const THROUGHPUT_DEADLINE_MS = 180_000;
+
+type Link = 'tcp_chain' | 'http_chain';
+
+interface Scenario {
+  readonly title: string;
+  readonly link: Link;
+  readonly tls: boolean;
+}
+
+const SCENARIOS: readonly Scenario[] = [
+  { title: 'tcp_chain', link: 'tcp_chain', tls: false },
+  { title: 'tcp_chain + mutual TLS', link: 'tcp_chain', tls: true },
+  { title: 'http_chain (default batching)', link: 'http_chain', tls: false },
+];
+
+interface Result {
+  readonly title: string;
+  readonly entriesPerSec: number;
+  readonly p50: number;
+  readonly p99: number;
+  readonly max: number;
+}
+
+const tomlTls = (section: string, kv: Record<string, string>) =>
+  `[${section}.tls]\nenabled = true\n${Object.entries(kv)
+    .map(([k, v]) => `${k} = ${JSON.stringify(v)}`)
+    .join('\n')}\n`;
+
+function receiverToml(s: Scenario, port: number, pki: Pki | undefined, sink: 'null' | 'stdout'): string {
+  const tls = s.tls && pki ? tomlTls('pipelines.plugin_sources.config', { cert_file: pki.cert('relay'), key_file: pki.key('relay'), client_ca_file: pki.ca }) : '';
+  return `
+status_interval_ms = 100
+[[pipelines]]
+name = "b"
+[[pipelines.plugin_sources]]
+id = "link"
+type = "${s.link}"
+[pipelines.plugin_sources.config]
+host = "127.0.0.1"
+port = ${port}
+${tls}
+[[pipelines.plugin_sinks]]
+id = "out"
+type = "${sink}"
+`;
+}
+
+function senderToml(s: Scenario, port: number, pki: Pki | undefined): string {
+  const tls =
+    s.tls && pki
+      ? tomlTls('pipelines.plugin_sinks.config', { ca_file: pki.ca, cert_file: pki.cert('edge'), key_file: pki.key('edge'), server_name: 'localhost' })
+      : '';
+  return `
+[[pipelines]]
+name = "a"
+[[pipelines.plugin_sources]]
+type = "stdin"
+[[pipelines.plugin_sinks]]
+id = "link"
+type = "${s.link}"
+[pipelines.plugin_sinks.config]
+host = "127.0.0.1"
+port = ${port}
+node = "edge"
+on_full = "block"
+${tls}
+`;
+}
+
+async function started(node: RunningNode, what: string): Promise<void> {
+  await waitFor(() => node.records.some((r) => r.msg === 'Starting pipeline'), `${what} started`, 20_000);
+}
+
+function processedAtB(node: RunningNode): number {
+  for (let i = node.records.length - 1; i >= 0; i--) {
+    const r = node.records[i]!;
+    if (r.msg === 'status report' && r.pipeline === 'b') return Number(r['sinks.out.total_processed'] ?? 0);
+  }
+  return 0;
+}
+
+async function writeAll(stdin: Writable, text: string): Promise<void> {
+  if (!stdin.write(text)) await new Promise((resolve) => stdin.once('drain', resolve));
+}
+
+async function pair(s: Scenario, pki: Pki | undefined, dir: ReturnType<typeof tempDir>, sink: 'null' | 'stdout') {
+  const port = await freePort();
+  const b = spawnNode(['-c', dir.file(`b-${sink}.toml`, receiverToml(s, port, pki, sink)), '--logging.level=debug']);
+  const a = spawnNode(['-c', dir.file(`a-${sink}.toml`, senderToml(s, port, pki))], { stdin: 'pipe' });
+  try {
+    await Promise.all([started(b, 'receiver'), started(a, 'sender')]);
+  } catch (err) {
+    await Promise.all([a.stop(5000), b.stop(5000)]);
+    throw err;
+  }
+  return { a, b };
+}
+
+async function throughput(s: Scenario, pki: Pki | undefined, dir: ReturnType<typeof tempDir>): Promise<number> {
+  const { a, b } = await pair(s, pki, dir, 'null');
+  try {
+    const CHUNK = 1000;
+    let block = '';
+    for (let i = 0; i < CHUNK; i++) block += benchLine(i, LINE_BYTES);
+    const t0 = performance.now();
+    for (let i = 0; i < LINES; i += CHUNK) await writeAll(a.child.stdin!, i + CHUNK <= LINES ? block : block.slice(0, (LINES - i) * LINE_BYTES));
+    await waitFor(() => processedAtB(b) >= LINES, `${s.title}: ${LINES} entries at the receiver`, THROUGHPUT_DEADLINE_MS);
+    return LINES / ((performance.now() - t0) / 1000);
+  } finally {
+    a.child.stdin!.end();
+    await Promise.all([a.stop(10_000), b.stop(10_000)]);
+  }
+}
+
+async function latency(s: Scenario, pki: Pki | undefined, dir: ReturnType<typeof tempDir>): Promise<number[]> {
+  const { a, b } = await pair(s, pki, dir, 'stdout');
+  const delays: number[] = [];
+  const base = performance.timeOrigin;
+  // B prints each entry's message, "lat <seq> <sent ms since timeOrigin>", as a raw line.
+  let seen = 0;
+  const onData = () => {
+    for (; seen < b.out.length; seen++) {
+      const parts = b.out[seen]!.split(' ');
+      if (parts[0] === 'lat') delays.push(performance.now() - (Number(parts[2]) - base));
+    }
+  };
+  const poll = setInterval(onData, 1);
+  try {
+    const t0 = performance.now();
+    for (let i = 0; i < LATENCY_ENTRIES; ) {
+      const due = Math.floor(((performance.now() - t0) * LATENCY_RATE) / 1000);
+      for (; i < due && i < LATENCY_ENTRIES; i++) a.child.stdin!.write(`lat ${i} ${base + performance.now()}\n`);
+      await new Promise((resolve) => setTimeout(resolve, 1));
+    }
+    await waitFor(() => {
+      onData();
+      return delays.length >= LATENCY_ENTRIES;
+    }, `${s.title}: every latency entry at the receiver`, 30_000);
+    return delays.slice(WARMUP).sort((x, y) => x - y);
+  } finally {
+    clearInterval(poll);
+    a.child.stdin!.end();
+    await Promise.all([a.stop(10_000), b.stop(10_000)]);
+  }
+}
+
+const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((sorted.length * p) / 100))] ?? Number.NaN;
+
+export async function main(): Promise<Result[]> {
+  const dir = tempDir('logrelay-bench-chain-');
+  const results: Result[] = [];
+  try {
+    const pki = makePki(`${dir.path}/pki`, ['relay', 'edge']);
+    for (const s of SCENARIOS) {
+      const eps = await throughput(s, pki, dir);
+      const d = await latency(s, pki, dir);
+      results.push({ title: s.title, entriesPerSec: eps, p50: pct(d, 50), p99: pct(d, 99), max: d[d.length - 1] ?? Number.NaN });
+      process.stderr.write(`${s.title}: done\n`);
+    }
+  } finally {
+    dir.remove();
+  }
+  const rows = [
+    ['scenario (one hop, 127.0.0.1)', 'entries/s', 'p50 ms', 'p99 ms', 'max ms'],
+    ...results.map((r) => [r.title, Math.round(r.entriesPerSec).toLocaleString('en-US'), r.p50.toFixed(2), r.p99.toFixed(2), r.max.toFixed(2)]),
+  ];
+  const widths = rows[0]!.map((_, c) => Math.max(...rows.map((r) => r[c]!.length)));
+  const line = (r: string[]) => `| ${r.map((cell, c) => (c === 0 ? cell.padEnd(widths[c]!) : cell.padStart(widths[c]!))).join(' | ')} |`;
+  console.log(`Chain links: ${LINES.toLocaleString('en-US')} entries of ${LINE_BYTES} bytes (stdin → chain sink → chain source → null); latency at ${LATENCY_RATE} entries/s`);
+  console.log(line(rows[0]!));
+  console.log(`|${widths.map((w, c) => (c === 0 ? '-'.repeat(w + 2) : `${'-'.repeat(w + 1)}:`)).join('|')}|`);
+  for (const r of rows.slice(1)) console.log(line(r));
+  return results;
+}
+
+if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
+  main().then(
+    () => process.exit(0),
+    (err: unknown) => {
+      console.error(err);
+      process.exit(1);
+    },
+  );
+}
