@@ -10,7 +10,8 @@ export type PipelinePositions = Record<string, SourcePositions>;
 
 export type ToWorker =
   | { readonly type: 'build'; readonly generation: number; readonly pipeline: PipelineConfig; readonly level: LogLevel | 'silent' }
-  | { readonly type: 'start'; readonly positions: PipelinePositions }
+  /** `started_at`: when the primary ordered the start (epoch ms), the moment `Starting pipeline` is logged */
+  | { readonly type: 'start'; readonly positions: PipelinePositions; readonly started_at: number }
   | { readonly type: 'stop'; readonly timeout_ms: number };
 
 export type FromWorker =

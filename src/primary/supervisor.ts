@@ -255,7 +255,7 @@ export class Supervisor {
     pw.state = 'running';
     pw.startedAt = Date.now();
     this.log.info({ pipeline: pw.name, generation: pw.generation }, 'Starting pipeline');
-    pw.send({ type: 'start', positions: this.positions.get(pw.name) ?? {} });
+    pw.send({ type: 'start', positions: this.positions.get(pw.name) ?? {}, started_at: Date.now() });
   }
 
   /** Waits for every worker's `built`, up to the build deadline; rejects with the first failure. */

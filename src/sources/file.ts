@@ -14,6 +14,11 @@ import type { FilePosition, Source, SourceFactory, SourcePositions } from './typ
 
 /** Tail polling period, ms (fixed by the contract). */
 const TAIL_INTERVAL_MS = 100;
+/**
+ * File times come from the kernel's coarse clock, a tick (up to ~10 ms) behind Date.now(): a file
+ * born this close before the start counts as born after it.
+ */
+const BIRTH_CLOCK_SLACK_MS = 20;
 /** Bytes per read; one read yields one batch. */
 const READ_CHUNK = 64 * 1024;
 
@@ -149,8 +154,10 @@ interface Tail {
   deleted: boolean;
 }
 
-function statPath(path: string): Promise<{ ino: number; size: number } | undefined> {
-  return new Promise((resolve) => statCb(path, (err, st) => resolve(err ? undefined : { ino: st.ino, size: st.size })));
+function statPath(path: string): Promise<{ ino: number; size: number; birthtimeMs: number } | undefined> {
+  return new Promise((resolve) =>
+    statCb(path, (err, st) => resolve(err ? undefined : { ino: st.ino, size: st.size, birthtimeMs: st.birthtimeMs })),
+  );
 }
 
 /**
@@ -190,6 +197,8 @@ export const createFileSource: SourceFactory = (plugin, ctx): Source => {
   const buf = Buffer.allocUnsafe(READ_CHUNK);
   let resumeFrom: SourcePositions = {};
   let firstScan = true;
+  /** when the start was ordered, epoch ms: files born after it are new */
+  let startedAt = Number.POSITIVE_INFINITY;
   let running = false;
   let paused = false;
   let stopped = false;
@@ -303,8 +312,10 @@ export const createFileSource: SourceFactory = (plugin, ctx): Source => {
       let offset = 0;
       if (firstScan) {
         const pos = positionFor(path, st.ino);
-        // a path the predecessor knew under another inode was replaced since: all of it is new
-        offset = pos ? pos.offset : resumeFrom[path] || cfg.from === 'start' ? 0 : st.size;
+        // a path the predecessor knew under another inode was replaced since: all of it is new;
+        // so is a file born after the start was ordered that this first scan happens to see
+        const bornAfterStart = st.birthtimeMs > 0 && st.birthtimeMs >= startedAt - BIRTH_CLOCK_SLACK_MS;
+        offset = pos ? pos.offset : resumeFrom[path] || cfg.from === 'start' || bornAfterStart ? 0 : st.size;
       }
       await openTail(path, st.ino, offset);
     }
@@ -381,9 +392,10 @@ export const createFileSource: SourceFactory = (plugin, ctx): Source => {
     type: 'file',
     counters,
     pausable: true,
-    start(positions) {
+    start(positions, at) {
       if (running || stopped) return;
       running = true;
+      startedAt = at;
       resumeFrom = positions;
       run();
       tailTimer = setInterval(run, TAIL_INTERVAL_MS);

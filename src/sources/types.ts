@@ -36,7 +36,8 @@ export interface Source {
   /** Build step: bind listeners, read certificates. Not called by `check`. */
   open?(): Promise<void>;
   /** Begin producing, resuming from the positions handed over (file sources). */
-  start(positions: SourcePositions): void;
+  /** `startedAt`: when the start was ordered (epoch ms); files born after it count as new */
+  start(positions: SourcePositions, startedAt: number): void;
   pause?(): void;
   resume?(): void;
   /** Stop producing and release everything; idempotent. */

@@ -43,7 +43,7 @@ async function onMessage(msg: ToWorker): Promise<void> {
       return;
     }
     case 'start': {
-      pipeline?.start(msg.positions);
+      pipeline?.start(msg.positions, msg.started_at);
       statsTimer ??= setInterval(sendStats, STATS_INTERVAL_MS);
       return;
     }

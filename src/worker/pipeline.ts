@@ -45,7 +45,7 @@ export interface Pipeline {
   readonly sinks: readonly Sink[];
   /** Build step: bind listeners, open files. */
   open(): Promise<void>;
-  start(positions: PipelinePositions): void;
+  start(positions: PipelinePositions, startedAt: number): void;
   /** Sources stop, queues drain, sinks close, all within `timeoutMs`; returns the entries abandoned. */
   stop(timeoutMs: number): Promise<number>;
   counters(): PipelineCounters;
@@ -204,8 +204,8 @@ export function buildPipeline(cfg: PipelineConfig, opts: BuildOptions): Pipeline
       for (const sink of sinks) await sink.open?.();
       for (const source of sources) await source.open?.();
     },
-    start(positions) {
-      for (const source of sources) source.start(positions[source.id] ?? {});
+    start(positions, startedAt) {
+      for (const source of sources) source.start(positions[source.id] ?? {}, startedAt);
     },
     stop(timeoutMs) {
       stopped ??= (async () => {

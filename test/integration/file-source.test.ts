@@ -284,3 +284,24 @@ on_full = "block"
   t.is(counter(node, 'total_dropped_by_sink'), 0);
   t.is(counter(node, 'sources.f.dropped_entries'), 0);
 });
+
+test.serial('a file created right after the source started is read from its start, even if the first scan sees it', async (t) => {
+  // The first scan runs just after start(); a file born after start() is new, whichever scan finds it.
+  for (let round = 0; round < 3; round++) {
+    const { node, dir } = setup(t, (d) => {
+      mkdirSync(join(d.path, 'in'));
+      return `[[pipelines]]
+name = "p"
+[[pipelines.plugin_sources]]
+type = "file"
+config = { directory = ${toml(join(d.path, "in"))}, check_interval_ms = 2000 }
+[[pipelines.plugin_sinks]]
+type = "stdout"
+`;
+    });
+    await waitFor(() => node.records.some((r) => r.msg === 'Starting pipeline'), 'started');
+    writeFileSync(join(dir.path, 'in', 'new.log'), text(lines(`born ${round}`, 1, 5)));
+    await waitFor(() => node.out.filter((l) => l.startsWith(`born ${round} `)).length === 5, `round ${round}: all five lines of the new file`, 15_000);
+    t.deepEqual(node.out, lines(`born ${round}`, 1, 5));
+  }
+});

@@ -109,7 +109,7 @@ for (const restart of [false, true]) {
   test.serial(`dual chain: relay-a killed mid-stream${restart ? ' and restarted later' : ''}, every line reaches the collector`, async (t) => {
     const dir = tempDir();
     t.teardown(() => dir.remove());
-    const fleet = await startFleet(dir.path);
+    const fleet = await startFleet(dir.path, ['--status_interval_ms=1000']);
     t.teardown(() => fleet.stopAll());
     const appLog = join(fleet.local.dirs.edge!.APP_LOG_DIR!, 'app.log');
     await writeLines(appLog, 'dual', 1, 1000, 20, 10);
@@ -121,7 +121,14 @@ for (const restart of [false, true]) {
       await writeLines(appLog, 'dual', 2001, 3000, 20, 10);
     }
     const total = restart ? 3000 : 2000;
-    await waitFor(() => missingOf(collected(fleet), 'dual', total).length === 0, `all ${total} lines at the collector`, 60_000);
+    try {
+      await waitFor(() => missingOf(collected(fleet), 'dual', total).length === 0, `all ${total} lines at the collector`, 60_000);
+    } catch (err) {
+      const missing = missingOf(collected(fleet), 'dual', total);
+      t.log(`missing ${missing.length}: ${missing.slice(0, 10).join(' ')} … ${missing.slice(-10).join(' ')}`);
+      for (const [name, node] of fleet.nodes) t.log(name, JSON.stringify(node.records.filter((r) => r.level !== 'info').slice(-6)));
+      throw err;
+    }
     const counts = collected(fleet);
     const dups = [...counts.values()].filter((c) => c > 1).length;
     t.log(`${total} lines, ${dups} arrived more than once (dual chain: both relays forward each line)`);
