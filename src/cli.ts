@@ -24,6 +24,16 @@ function load(file: string | undefined, flags: Overrides): Config {
   return loadConfig({ file, env: process.env, flags });
 }
 
+/** Loads the configuration at start; a configuration fault exits 78 with the key path. */
+function loadOrExit(file: string | undefined, flags: Overrides): Config {
+  try {
+    return load(file, flags);
+  } catch (err) {
+    if (err instanceof ConfigError) fail(EXIT_CONFIG, `configuration error: ${err.message}`);
+    throw err;
+  }
+}
+
 function main(argv: string[]): void {
   let split: ReturnType<typeof splitArgs>;
   try {
@@ -43,13 +53,7 @@ function main(argv: string[]): void {
     .example('-c logrelay.toml --logging.level=debug')
     .action((opts: { config?: string }) => {
       const file = typeof opts.config === 'string' ? opts.config : undefined;
-      let config: Config;
-      try {
-        config = load(file, overrides);
-      } catch (err) {
-        if (err instanceof ConfigError) fail(EXIT_CONFIG, `configuration error: ${err.message}`);
-        throw err;
-      }
+      const config = loadOrExit(file, overrides);
       runPrimary({ config, file, reloadConfig: () => load(file, overrides) }).then(
         (code) => process.exit(code),
         (err: unknown) => fail(1, errorMessage(err)),
@@ -62,13 +66,7 @@ function main(argv: string[]): void {
     .action((opts: { config?: string }) => {
       const file = typeof opts.config === 'string' ? opts.config : undefined;
       if (!file) fail(EXIT_USAGE, 'check needs -c FILE');
-      let config: Config;
-      try {
-        config = load(file, overrides);
-      } catch (err) {
-        if (err instanceof ConfigError) fail(EXIT_CONFIG, `configuration error: ${err.message}`);
-        throw err;
-      }
+      const config = loadOrExit(file, overrides);
       const errors = checkPipelines(config);
       if (errors.length > 0) {
         for (const e of errors) process.stderr.write(`${e}\n`);
