@@ -37,11 +37,12 @@ export function validateConfig(config: Config): Config {
     const sinks = withIds(p.plugin_sinks, joinPath(at, 'plugin_sinks'));
     const scan = (kind: 'source' | 'sink', list: PluginConfig[], key: string) =>
       list.forEach((plugin, j) => {
-        const where = joinPath(joinPath(joinPath(at, key), j), 'config');
+        const pluginAt = joinPath(joinPath(at, key), j);
+        const where = joinPath(pluginAt, 'config');
         const cfg = plugin.config;
         if (kind === 'source' && plugin.type === 'stdin') {
-          if (stdinAt) throw new ConfigError(joinPath(where, 'type'), `only one stdin source is allowed (another at ${stdinAt})`);
-          stdinAt = where;
+          if (stdinAt) throw new ConfigError(joinPath(pluginAt, 'type'), `only one stdin source is allowed (another at ${stdinAt})`);
+          stdinAt = pluginAt;
         }
         if (LISTENERS[kind].has(plugin.type) && typeof cfg.port === 'number') {
           const host = typeof cfg.host === 'string' ? cfg.host : '0.0.0.0';

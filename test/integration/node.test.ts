@@ -102,6 +102,22 @@ test.serial('LOGGING_LEVEL=debug and --logging.level=debug take effect; LOGRELAY
   t.deepEqual(debugRecords(quiet.records), []);
 });
 
+test.serial('QUIET=true silences the service log while entries flow; logging.output = "stdout" moves it to stdout', async (t) => {
+  const dir = tempDir();
+  t.teardown(() => dir.remove());
+  const file = dir.file('q.toml', randomPipeline('a', 3));
+  const quiet = spawnNode(['-c', file], { env: { QUIET: 'true' } });
+  await waitFor(() => quiet.out.length >= 5, 'entries still flow');
+  t.is(await quiet.stop(), 0);
+  t.deepEqual(quiet.records, []);
+  t.deepEqual(quiet.errText, []);
+
+  const toStdout = spawnNode(['-c', file, '--logging.output=stdout']);
+  await waitFor(() => toStdout.out.some((l) => l.includes('"msg":"Starting pipeline"')), 'service log on stdout');
+  t.is(await toStdout.stop(), 0);
+  t.deepEqual(toStdout.records, []);
+});
+
 test.serial('usage and configuration faults: exit 2 or 78 with the key or variable named', async (t) => {
   const dir = tempDir();
   t.teardown(() => dir.remove());

@@ -123,3 +123,14 @@ test('command-line overrides are typed by the schema', (t) => {
   t.throws(() => splitArgs(['--nope=1']), { instanceOf: UsageError, message: 'unknown option --nope' });
   t.throws(() => splitArgs(['--shutdown_timeout_ms=soon']), { instanceOf: UsageError, message: /--shutdown_timeout_ms: expected a number/ });
 });
+
+test('at most one stdin source in the whole configuration', (t) => {
+  const stdinPipeline = (name: string) => `[[pipelines]]\nname = "${name}"\n[[pipelines.plugin_sources]]\ntype = "stdin"\n[[pipelines.plugin_sinks]]\ntype = "null"\n`;
+  t.notThrows(() => load(stdinPipeline('a')));
+  t.throws(() => load(stdinPipeline('a') + stdinPipeline('b')), { message: /pipelines\[1\]\.plugin_sources\[0\]\.config\.type: only one stdin source/ });
+});
+
+test('duplicate pipeline names and plugin ids are refused', (t) => {
+  t.throws(() => load(MIN + MIN), { message: 'pipelines[1].name: duplicate pipeline name "app"' });
+  t.throws(() => load(`${MIN}[[pipelines.plugin_sinks]]\ntype = "null"\n`), { message: 'pipelines[0].plugin_sinks[1].id: duplicate id "null"' });
+});
