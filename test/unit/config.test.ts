@@ -127,7 +127,7 @@ test('command-line overrides are typed by the schema', (t) => {
 test('at most one stdin source in the whole configuration', (t) => {
   const stdinPipeline = (name: string) => `[[pipelines]]\nname = "${name}"\n[[pipelines.plugin_sources]]\ntype = "stdin"\n[[pipelines.plugin_sinks]]\ntype = "null"\n`;
   t.notThrows(() => load(stdinPipeline('a')));
-  t.throws(() => load(stdinPipeline('a') + stdinPipeline('b')), { message: /pipelines\[1\]\.plugin_sources\[0\]\.config\.type: only one stdin source/ });
+  t.throws(() => load(stdinPipeline('a') + stdinPipeline('b')), { message: /pipelines\[1\]\.plugin_sources\[0\]\.type: only one stdin source/ });
 });
 
 test('duplicate pipeline names and plugin ids are refused', (t) => {
