@@ -2,13 +2,14 @@
 // listener in the build step, TLS handshake and authorisation per accepted socket, and closing
 // every client under the shutdown deadline.
 
-import type { Server } from 'node:net';
+import type { Server, Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import type { Fields } from '../config/spec.js';
 import type { Counters } from '../core/counters.js';
 import { errorMessage, PluginError } from '../core/errors.js';
 import { PORT, SINK_QUEUE_FIELDS } from '../core/plugin-config.js';
 import type { OnFull } from '../sinks/types.js';
+import { ClientQueue, type FrameWriter } from './client-queue.js';
 import { AUTH_FIELDS, type AuthConfig, type AuthResult, TLS_FIELDS, type TlsConfig } from './tls.js';
 
 export interface NetSinkConfig {
@@ -39,6 +40,91 @@ export const NET_SINK_FIELDS: Fields = {
 
 /** TCP keep-alive probe delay on accepted sockets, ms. */
 export const KEEPALIVE_DELAY_MS = 30_000;
+
+/** A connected client of a network sink: where its frames go, its queue, and when it has closed. */
+export interface NetClient<W extends FrameWriter> {
+  readonly out: W;
+  readonly queue: ClientQueue;
+  readonly closed: Promise<void>;
+}
+
+/** What opening a sink's listener needs beyond the server itself. */
+export interface SinkListenerOptions {
+  readonly id: string;
+  readonly host: string;
+  readonly port: number;
+  readonly tls: boolean;
+  /** every raw socket, TLS handshakes included, until it closes: what close() destroys */
+  readonly sockets: Set<Socket>;
+  /** gets `tls_handshake_errors` */
+  readonly counters: Counters;
+  /** called per accepted socket (on TLS, once its handshake is done) */
+  readonly onAccept: (socket: Socket) => void;
+}
+
+/** Wires a sink's server (socket tracking, accepted sockets, handshake errors) and binds it. */
+export function openListener(server: Server, opts: SinkListenerOptions): Promise<void> {
+  server.on('connection', (socket: Socket) => {
+    opts.sockets.add(socket);
+    socket.once('close', () => opts.sockets.delete(socket));
+  });
+  server.on(opts.tls ? 'secureConnection' : 'connection', opts.onAccept);
+  if (opts.tls) countHandshakeErrors(server, opts.counters);
+  return listen(server, opts.id, opts.host, opts.port);
+}
+
+/**
+ * Gives `out` a bounded queue and adds it to `clients` (kept in `active_clients`) until 'close',
+ * when the queue is closed, the client removed and `onClose` called. `onTimeout` cuts a client
+ * whose writes have blocked for `write_timeout_ms`.
+ */
+export function addClient<W extends FrameWriter & { once(event: 'close', listener: () => void): unknown }>(
+  clients: Set<NetClient<W>>,
+  counters: Counters,
+  cfg: NetSinkConfig,
+  out: W,
+  onTimeout: () => void,
+  onClose?: () => void,
+): NetClient<W> {
+  const queue = new ClientQueue(out, { capacity: cfg.client_buffer_size, writeTimeoutMs: cfg.write_timeout_ms, onTimeout });
+  const closed = new Promise<void>((resolve) =>
+    out.once('close', () => {
+      queue.close();
+      clients.delete(client);
+      counters.active_clients = clients.size;
+      onClose?.();
+      resolve();
+    }),
+  );
+  const client: NetClient<W> = { out, queue, closed };
+  clients.add(client);
+  counters.active_clients = clients.size;
+  return client;
+}
+
+/**
+ * Stops accepting, flushes each client's queue and ends it with `end`; whoever is still open at
+ * `deadline` (epoch ms) is cut, with every socket left (unfinished TLS handshakes included).
+ */
+export async function closeClients<W extends FrameWriter>(
+  server: Server | undefined,
+  clients: Set<NetClient<W>>,
+  sockets: Set<Socket>,
+  deadline: number,
+  end: (out: W) => void,
+): Promise<void> {
+  const stopped = closeServer(server);
+  await settleBy(
+    [...clients].map(async (c) => {
+      await c.queue.flushed();
+      end(c.out);
+      await c.closed;
+    }),
+    deadline,
+  );
+  for (const socket of sockets) socket.destroy();
+  await settleBy([stopped], deadline);
+}
 
 /** Binds `server` (through the cluster primary in a worker); a failure names the sink and port. */
 export function listen(server: Server, id: string, host: string, port: number): Promise<void> {

@@ -107,6 +107,29 @@ export function checkAuthConfig(kind: PluginKind, id: string, tls: TlsConfig, au
   if (!tls.client_ca_file) throw new PluginError(kind, id, 'auth', 'requires tls.client_ca_file (client certificates)');
 }
 
+/** A listener's TLS options (undefined when TLS is off) and the check for its accepted TLS sockets. */
+export interface ServerSecurity {
+  readonly tlsOptions: TlsOptions | undefined;
+  readonly authorize: (socket: TLSSocket) => AuthResult;
+}
+
+/**
+ * What every listening plugin builds from its `tls` and `auth` keys: the auth block checked
+ * against TLS, the server options (files read now) and the authorizer counting in `counters`.
+ */
+export function serverSecurity(
+  kind: PluginKind,
+  id: string,
+  cfg: { readonly tls: TlsConfig; readonly auth?: AuthConfig },
+  ctx: { readonly log: Logger; readonly pipeline: string },
+  counters: Counters,
+): ServerSecurity {
+  checkAuthConfig(kind, id, cfg.tls, cfg.auth);
+  const tlsOptions = serverTlsOptions(kind, id, cfg.tls);
+  const authorize = createAuthorizer({ auth: cfg.auth, log: ctx.log, pipeline: ctx.pipeline, plugin: id, counters });
+  return { tlsOptions, authorize };
+}
+
 /**
  * Splits an X.509 subjectAltName string as Node renders it ("DNS:a, URI:b", with values that
  * contain separators JSON-quoted). A real tokenizer, so a crafted value cannot inject an entry.

@@ -7,19 +7,18 @@ import { createServer as createHttpServer, type IncomingMessage, type Server, ty
 import { createServer as createHttpsServer } from 'node:https';
 import type { Socket } from 'node:net';
 import { pluginConfig } from '../core/plugin-config.js';
-import { ClientQueue } from '../net/client-queue.js';
 import { closeSession, openSession, type Session } from '../net/session.js';
 import {
+  addClient,
   authoriseSocket,
-  closeServer,
-  countHandshakeErrors,
+  closeClients,
   KEEPALIVE_DELAY_MS,
-  listen,
   NET_SINK_FIELDS,
+  type NetClient,
   type NetSinkConfig,
-  settleBy,
+  openListener,
 } from '../net/sink-server.js';
-import { checkAuthConfig, createAuthorizer, serverTlsOptions } from '../net/tls.js';
+import { serverSecurity } from '../net/tls.js';
 import type { Sink, SinkFactory } from './types.js';
 
 interface HttpSinkConfig extends NetSinkConfig {
@@ -31,12 +30,6 @@ interface HttpSinkConfig extends NetSinkConfig {
 
 /** What a connection is: an open session, or refused by the allow list (every request gets 403). */
 type Connection = { readonly session: Session } | { readonly forbidden: true };
-
-interface StreamClient {
-  readonly res: ServerResponse;
-  readonly queue: ClientQueue;
-  readonly closed: Promise<void>;
-}
 
 const VERSION = (JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 const RETRY_MS = 2000;
@@ -65,14 +58,12 @@ export const createHttpSink: SinkFactory = (plugin, ctx): Sink => {
     status_path: { t: 'string', def: '/status', nonEmpty: true },
     heartbeat_interval_ms: { t: 'number', def: 15000, int: true, min: 1 },
   });
-  checkAuthConfig('sink', plugin.id, cfg.tls, cfg.auth);
-  const tlsOptions = serverTlsOptions('sink', plugin.id, cfg.tls);
-  const isTls = tlsOptions !== undefined;
   const counters = { active_clients: 0, dropped_writes: 0, rejected_clients: 0, tls_handshake_errors: 0, auth_rejected: 0 };
-  const authorize = createAuthorizer({ auth: cfg.auth, log: ctx.log, pipeline: ctx.pipeline, plugin: plugin.id, counters });
+  const { tlsOptions, authorize } = serverSecurity('sink', plugin.id, cfg, ctx, counters);
+  const isTls = tlsOptions !== undefined;
   const baseHeaders: Record<string, string> = cfg.auth ? {} : { 'Access-Control-Allow-Origin': '*' };
   const connections = new WeakMap<Socket, Connection>();
-  const clients = new Set<StreamClient>();
+  const clients = new Set<NetClient<ServerResponse>>();
   const sockets = new Set<Socket>();
   let server: Server | undefined;
   let heartbeat: NodeJS.Timeout | undefined;
@@ -146,22 +137,7 @@ export const createHttpSink: SinkFactory = (plugin, ctx): Sink => {
       'X-Accel-Buffering': 'no',
     });
     res.write(`retry: ${RETRY_MS}\n\nevent: connected\ndata: ${JSON.stringify({ client_id: session.id, instance_id: plugin.id })}\n\n`);
-    const queue = new ClientQueue(res, {
-      capacity: cfg.client_buffer_size,
-      writeTimeoutMs: cfg.write_timeout_ms,
-      onTimeout: () => res.destroy(),
-    });
-    const closed = new Promise<void>((resolve) =>
-      res.once('close', () => {
-        queue.close();
-        clients.delete(client);
-        counters.active_clients = clients.size;
-        resolve();
-      }),
-    );
-    const client: StreamClient = { res, queue, closed };
-    clients.add(client);
-    counters.active_clients = clients.size;
+    addClient(clients, counters, cfg, res, () => res.destroy());
   };
 
   const onRequest = (req: IncomingMessage, res: ServerResponse): void => {
@@ -191,13 +167,7 @@ export const createHttpSink: SinkFactory = (plugin, ctx): Sink => {
     onFull: cfg.on_full,
     async open() {
       const srv = tlsOptions ? createHttpsServer(tlsOptions, onRequest) : createHttpServer(onRequest);
-      srv.on('connection', (socket: Socket) => {
-        sockets.add(socket);
-        socket.once('close', () => sockets.delete(socket));
-      });
-      srv.on(isTls ? 'secureConnection' : 'connection', onConnection);
-      if (isTls) countHandshakeErrors(srv, counters);
-      await listen(srv, plugin.id, cfg.host, cfg.port);
+      await openListener(srv, { id: plugin.id, host: cfg.host, port: cfg.port, tls: isTls, sockets, counters, onAccept: onConnection });
       server = srv;
       openedAt = Date.now();
       heartbeat = setInterval(() => {
@@ -218,20 +188,11 @@ export const createHttpSink: SinkFactory = (plugin, ctx): Sink => {
     close(deadline) {
       closing ??= (async () => {
         if (heartbeat) clearInterval(heartbeat);
-        const stopped = closeServer(server);
         // Flush each stream, announce the close, end it; whoever is still open at the deadline is cut.
-        await settleBy(
-          [...clients].map(async (c) => {
-            await c.queue.flushed();
-            const socket = c.res.socket;
-            c.res.end(DISCONNECT, () => socket?.end());
-            await c.closed;
-          }),
-          deadline,
-        );
-        // Connections still open here include TLS handshakes that never finished.
-        for (const socket of sockets) socket.destroy();
-        await settleBy([stopped], deadline);
+        await closeClients(server, clients, sockets, deadline, (res) => {
+          const socket = res.socket;
+          res.end(DISCONNECT, () => socket?.end());
+        });
       })();
       return closing;
     },
