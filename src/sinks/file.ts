@@ -46,6 +46,8 @@ export const createFileSink: SinkFactory = (plugin, ctx): Sink => {
   let n = 1;
   let size = 0;
   let writing: Promise<void> | undefined;
+  /** entries of the write under way */
+  let inFlight = 0;
   let pruneTimer: NodeJS.Timeout | undefined;
   let closed = false;
 
@@ -95,9 +97,19 @@ export const createFileSink: SinkFactory = (plugin, ctx): Sink => {
       let text = '';
       for (const item of batch) text += `${item.line}\n`;
       const p = writeAll(Buffer.from(text));
-      writing = p.catch(() => undefined);
+      inFlight = batch.length;
+      writing = p.then(
+        () => {
+          inFlight = 0;
+        },
+        () => {
+          inFlight = 0;
+        },
+      );
       return p;
     },
+    // a write the close deadline cut short may not have reached the file
+    held: () => inFlight,
     async close(deadline) {
       if (closed) return;
       closed = true;
@@ -107,8 +119,10 @@ export const createFileSink: SinkFactory = (plugin, ctx): Sink => {
         await Promise.race([writing, new Promise<void>((r) => (timer = setTimeout(r, Math.max(0, deadline - Date.now()))))]);
         clearTimeout(timer);
       }
-      await fh?.close().catch(() => undefined);
+      // FileHandle.close() waits for the write under way, so past the deadline it is not awaited
+      const closing = fh?.close().catch(() => undefined);
       fh = undefined;
+      if (inFlight === 0) await closing;
     },
   };
 };

@@ -40,6 +40,15 @@ export const createStdoutSink: SinkFactory = (plugin): Sink => {
   });
   const stream = cfg.target === 'stdout' ? process.stdout : process.stderr;
   let limit = CHUNK;
+  /** the latest lines written, as many as the bytes the stream still buffers cover */
+  let unflushed: string[] = [];
+  /** How many lines at the end of `unflushed` the stream's buffered bytes cover. */
+  const buffered = (): number => {
+    let bytes = stream.writableLength;
+    let n = 0;
+    for (let i = unflushed.length - 1; i >= 0 && bytes > 0; i--, n++) bytes -= Buffer.byteLength(unflushed[i]!) + 1;
+    return n;
+  };
   return {
     id: plugin.id,
     type: 'stdout',
@@ -52,13 +61,17 @@ export const createStdoutSink: SinkFactory = (plugin): Sink => {
     },
     write(batch) {
       let ok = true;
-      for (const chunk of chunkLines(
-        batch.map((i) => i.line),
-        limit,
-      ))
-        ok = stream.write(chunk) && ok;
+      const lines = batch.map((i) => i.line);
+      for (const chunk of chunkLines(lines, limit)) ok = stream.write(chunk) && ok;
+      if (stream.writableLength === 0) unflushed = [];
+      else {
+        unflushed = unflushed.length > 0 ? unflushed.concat(lines) : lines;
+        unflushed = unflushed.slice(unflushed.length - buffered());
+      }
       if (!ok) return new Promise<void>((resolve) => stream.once('drain', resolve));
     },
+    // What the stream still buffers is lost when the worker exits, so a cut drain counts it.
+    held: buffered,
     async close() {},
   };
 };
