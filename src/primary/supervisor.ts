@@ -329,9 +329,10 @@ export class Supervisor {
     } catch (err) {
       const failed = fresh.find((w) => w.state === 'building');
       const error = failed ? `pipeline ${failed.name}: ${errorMessage(err)}` : errorMessage(err);
-      this.log.error({ error }, 'Failed to bootstrap new service, keeping old service running');
+      // The failed generation is gone before the record says so: only the old one runs.
       for (const w of fresh) w.kill();
       await Promise.all(fresh.map((w) => w.exited));
+      this.log.error({ error }, 'Failed to bootstrap new service, keeping old service running');
       return;
     }
     if (this.shuttingDown) {
