@@ -10,6 +10,7 @@ import { errorMessage, PluginError } from '../core/errors.js';
 import { PORT, SINK_QUEUE_FIELDS } from '../core/plugin-config.js';
 import type { OnFull } from '../sinks/types.js';
 import { ClientQueue, type FrameWriter } from './client-queue.js';
+import { bind, countHandshakeErrors } from './listener.js';
 import { AUTH_FIELDS, type AuthConfig, type AuthResult, TLS_FIELDS, type TlsConfig } from './tls.js';
 
 export interface NetSinkConfig {
@@ -128,20 +129,8 @@ export async function closeClients<W extends FrameWriter>(
 
 /** Binds `server` (through the cluster primary in a worker); a failure names the sink and port. */
 export function listen(server: Server, id: string, host: string, port: number): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const onError = (err: Error) => reject(new PluginError('sink', id, 'port', `cannot listen on ${host}:${port}: ${errorMessage(err)}`));
-    server.once('error', onError);
-    server.listen({ host, port }, () => {
-      server.removeListener('error', onError);
-      resolve();
-    });
-  });
-}
-
-/** Counts failed handshakes in `tls_handshake_errors` (the server's 'tlsClientError'). */
-export function countHandshakeErrors(server: Server, counters: Counters): void {
-  server.on('tlsClientError', () => {
-    counters.tls_handshake_errors = (counters.tls_handshake_errors ?? 0) + 1;
+  return bind(server, host, port).catch((err: unknown) => {
+    throw new PluginError('sink', id, 'port', `cannot listen on ${host}:${port}: ${errorMessage(err)}`);
   });
 }
 

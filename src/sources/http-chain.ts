@@ -5,25 +5,20 @@
 import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import type { Socket } from 'node:net';
-import type { TLSSocket, TlsOptions } from 'node:tls';
+import type { TLSSocket } from 'node:tls';
 import { decodeEntry, HEADER_ACCEPTED, HEADER_NODE, HEADER_PROTOCOL, PROTOCOL_VERSION, RETRY_AFTER_S } from '../chain/protocol.js';
+import { CHAIN_SOURCE_BUFFER_SIZE, type ChainSourceConfig, chainSourceConfig } from '../chain/source-config.js';
 import type { Entry } from '../core/entry.js';
-import { PORT, pluginConfig } from '../core/plugin-config.js';
+import { bind, countHandshakeErrors } from '../net/listener.js';
 import { closeSession, openSession, type Session } from '../net/session.js';
-import { AUTH_FIELDS, type AuthConfig, checkAuthConfig, createAuthorizer, serverTlsOptions, TLS_FIELDS, type TlsConfig } from '../net/tls.js';
+import { serverSecurity } from '../net/tls.js';
 import type { Source, SourceFactory } from './types.js';
 
-interface HttpChainSourceConfig {
-  readonly host: string;
-  readonly port: number;
+interface HttpChainSourceConfig extends ChainSourceConfig {
   readonly path: string;
   readonly max_body_bytes: number;
-  /** most entries handed to the pipeline in one batch */
-  readonly buffer_size: number;
   /** time allowed to receive a whole request, ms; 0 = none */
   readonly read_timeout_ms: number;
-  readonly tls: TlsConfig;
-  readonly auth?: AuthConfig;
 }
 
 interface Peer {
@@ -39,18 +34,12 @@ const json = (res: ServerResponse, status: number, body: object, headers: Record
 };
 
 export const createHttpChainSource: SourceFactory = (plugin, ctx): Source => {
-  const cfg = pluginConfig<HttpChainSourceConfig>('source', plugin, {
-    host: { t: 'string', def: '0.0.0.0' },
-    port: PORT,
+  const cfg = chainSourceConfig<HttpChainSourceConfig>(plugin, {
     path: { t: 'string', def: '/ingest', nonEmpty: true },
     max_body_bytes: { t: 'number', def: 8388608, int: true, min: 1 },
-    buffer_size: { t: 'number', def: 1000, int: true, min: 1 },
+    buffer_size: CHAIN_SOURCE_BUFFER_SIZE,
     read_timeout_ms: { t: 'number', def: 30000, int: true, min: 0 },
-    ...TLS_FIELDS,
-    ...AUTH_FIELDS,
   });
-  checkAuthConfig('source', plugin.id, cfg.tls, cfg.auth);
-  const tlsOptions: TlsOptions | undefined = serverTlsOptions('source', plugin.id, cfg.tls);
   const counters = {
     total_entries: 0,
     dropped_entries: 0,
@@ -60,7 +49,7 @@ export const createHttpChainSource: SourceFactory = (plugin, ctx): Source => {
     tls_handshake_errors: 0,
     auth_rejected: 0,
   };
-  const authorize = createAuthorizer({ auth: cfg.auth, log: ctx.log, pipeline: ctx.pipeline, plugin: plugin.id, counters });
+  const { tlsOptions, authorize } = serverSecurity('source', plugin.id, cfg, ctx, counters);
   const peers = new WeakMap<Socket, Peer>();
   let server: Server | undefined;
   let started = false;
@@ -191,20 +180,14 @@ export const createHttpChainSource: SourceFactory = (plugin, ctx): Source => {
       const srv = tlsOptions ? createHttpsServer(tlsOptions, handle) : createHttpServer(handle);
       if (tlsOptions) {
         srv.on('secureConnection', (s: TLSSocket) => onConnection(s, true));
-        srv.on('tlsClientError', () => counters.tls_handshake_errors++);
+        countHandshakeErrors(srv, counters);
       } else {
         srv.on('connection', (s: Socket) => onConnection(s, false));
       }
       srv.requestTimeout = cfg.read_timeout_ms;
       srv.headersTimeout = cfg.read_timeout_ms === 0 ? 60_000 : Math.min(60_000, cfg.read_timeout_ms);
       srv.keepAliveTimeout = 65_000;
-      await new Promise<void>((resolve, reject) => {
-        srv.once('error', reject);
-        srv.listen(cfg.port, cfg.host, () => {
-          srv.off('error', reject);
-          resolve();
-        });
-      });
+      await bind(srv, cfg.host, cfg.port);
       server = srv;
     },
     start() {

@@ -3,27 +3,22 @@
 // once they sit in the sink queues. A saturated pipeline pauses every connection (TCP backpressure).
 
 import { createServer as createNetServer, type Server, type Socket } from 'node:net';
-import { createServer as createTlsServer, type TLSSocket, type TlsOptions } from 'node:tls';
+import { createServer as createTlsServer, type TLSSocket } from 'node:tls';
 import { ackLine, decodeEntry, errorLine, LineSplitter, OK_LINE, parseHello } from '../chain/protocol.js';
+import { CHAIN_SOURCE_BUFFER_SIZE, type ChainSourceConfig, chainSourceConfig } from '../chain/source-config.js';
 import type { Entry } from '../core/entry.js';
-import { PORT, pluginConfig } from '../core/plugin-config.js';
+import { bind, countHandshakeErrors } from '../net/listener.js';
 import { closeSession, openSession, type Session } from '../net/session.js';
-import { AUTH_FIELDS, type AuthConfig, checkAuthConfig, createAuthorizer, serverTlsOptions, TLS_FIELDS, type TlsConfig } from '../net/tls.js';
+import { serverSecurity } from '../net/tls.js';
 import type { Source, SourceFactory } from './types.js';
 
-interface TcpChainSourceConfig {
-  readonly host: string;
-  readonly port: number;
+interface TcpChainSourceConfig extends ChainSourceConfig {
   /** 0 = unlimited */
   readonly max_connections: number;
-  /** most entries handed to the pipeline in one batch */
-  readonly buffer_size: number;
   readonly hello_timeout_ms: number;
   /** 0 = none */
   readonly read_timeout_ms: number;
   readonly max_line_bytes: number;
-  readonly tls: TlsConfig;
-  readonly auth?: AuthConfig;
 }
 
 interface Link {
@@ -41,19 +36,13 @@ interface Link {
 }
 
 export const createTcpChainSource: SourceFactory = (plugin, ctx): Source => {
-  const cfg = pluginConfig<TcpChainSourceConfig>('source', plugin, {
-    host: { t: 'string', def: '0.0.0.0' },
-    port: PORT,
+  const cfg = chainSourceConfig<TcpChainSourceConfig>(plugin, {
     max_connections: { t: 'number', def: 0, int: true, min: 0 },
-    buffer_size: { t: 'number', def: 1000, int: true, min: 1 },
+    buffer_size: CHAIN_SOURCE_BUFFER_SIZE,
     hello_timeout_ms: { t: 'number', def: 10000, int: true, min: 1 },
     read_timeout_ms: { t: 'number', def: 0, int: true, min: 0 },
     max_line_bytes: { t: 'number', def: 1048576, int: true, min: 64 },
-    ...TLS_FIELDS,
-    ...AUTH_FIELDS,
   });
-  checkAuthConfig('source', plugin.id, cfg.tls, cfg.auth);
-  const tlsOptions: TlsOptions | undefined = serverTlsOptions('source', plugin.id, cfg.tls);
   const counters = {
     total_entries: 0,
     dropped_entries: 0,
@@ -63,7 +52,7 @@ export const createTcpChainSource: SourceFactory = (plugin, ctx): Source => {
     tls_handshake_errors: 0,
     auth_rejected: 0,
   };
-  const authorize = createAuthorizer({ auth: cfg.auth, log: ctx.log, pipeline: ctx.pipeline, plugin: plugin.id, counters });
+  const { tlsOptions, authorize } = serverSecurity('source', plugin.id, cfg, ctx, counters);
   const links = new Set<Link>();
   /** connections accepted before start(): they wait, unread */
   const waiting: Link[] = [];
@@ -205,14 +194,8 @@ export const createTcpChainSource: SourceFactory = (plugin, ctx): Source => {
       const srv = tlsOptions
         ? createTlsServer(tlsOptions, (s) => accept(s, true))
         : createNetServer({ pauseOnConnect: true }, (s) => accept(s, false));
-      if (tlsOptions) srv.on('tlsClientError', () => counters.tls_handshake_errors++);
-      await new Promise<void>((resolve, reject) => {
-        srv.once('error', reject);
-        srv.listen(cfg.port, cfg.host, () => {
-          srv.off('error', reject);
-          resolve();
-        });
-      });
+      if (tlsOptions) countHandshakeErrors(srv, counters);
+      await bind(srv, cfg.host, cfg.port);
       server = srv;
     },
     start() {

@@ -1,0 +1,30 @@
+// Keys every chain source shares (DESIGN.md §7): where to listen, how big a batch, TLS and auth.
+
+import type { PluginConfig } from '../config/schema.js';
+import type { Fields } from '../config/spec.js';
+import { PORT, pluginConfig } from '../core/plugin-config.js';
+import { AUTH_FIELDS, type AuthConfig, TLS_FIELDS, type TlsConfig } from '../net/tls.js';
+
+export interface ChainSourceConfig {
+  /** listen address, default "0.0.0.0" */
+  readonly host: string;
+  readonly port: number;
+  /** most entries handed to the pipeline in one batch */
+  readonly buffer_size: number;
+  readonly tls: TlsConfig;
+  readonly auth?: AuthConfig;
+}
+
+/** `buffer_size` of a chain source: most entries per emitted batch, default 1000. */
+export const CHAIN_SOURCE_BUFFER_SIZE = { t: 'number', def: 1000, int: true, min: 1 } as const;
+
+/** Validates a chain source's config table: host and port, the type's own keys, then tls and auth. */
+export function chainSourceConfig<T extends ChainSourceConfig>(plugin: PluginConfig, own: Fields): T {
+  return pluginConfig<T>('source', plugin, {
+    host: { t: 'string', def: '0.0.0.0' },
+    port: PORT,
+    ...own,
+    ...TLS_FIELDS,
+    ...AUTH_FIELDS,
+  });
+}
