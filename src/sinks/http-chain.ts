@@ -5,6 +5,7 @@
 
 import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
+import { HeldWaiters } from '../chain/held-waiters.js';
 import { chainBackoff, type ChainSinkConfig, chainSinkConfig } from '../chain/sink-config.js';
 import { defaultNode, encodeEntry, HEADER_NODE, HEADER_PROTOCOL, NDJSON, PROTOCOL_VERSION } from '../chain/protocol.js';
 import { errorMessage } from '../core/errors.js';
@@ -68,24 +69,10 @@ export const createHttpChainSink: SinkFactory = (plugin, ctx): Sink => {
   let retryTimer: NodeJS.Timeout | undefined;
   let outageLogged = false;
   let closing = false;
-  let spaceWaiter: (() => void) | undefined;
-  let emptyWaiter: (() => void) | undefined;
   const encodeOut = { completed: false };
 
   const held = () => readyEntries + building.length;
-
-  const wake = () => {
-    if (spaceWaiter && (held() < cfg.buffer_size || closing)) {
-      const w = spaceWaiter;
-      spaceWaiter = undefined;
-      w();
-    }
-    if (emptyWaiter && held() === 0) {
-      const w = emptyWaiter;
-      emptyWaiter = undefined;
-      w();
-    }
-  };
+  const waiters = new HeldWaiters(held, cfg.buffer_size);
 
   const closeBatch = () => {
     clearTimeout(flushTimer);
@@ -102,7 +89,7 @@ export const createHttpChainSink: SinkFactory = (plugin, ctx): Sink => {
     inFlight = false;
     ready.shift();
     readyEntries -= batch.count;
-    wake();
+    waiters.wake(closing);
     send();
   };
 
@@ -191,21 +178,14 @@ export const createHttpChainSink: SinkFactory = (plugin, ctx): Sink => {
         if (building.length >= cfg.max_batch_count || buildingBytes >= cfg.max_batch_bytes) closeBatch();
       }
       if (building.length > 0 && !flushTimer) flushTimer = setTimeout(closeBatch, cfg.flush_interval_ms);
-      if (held() >= cfg.buffer_size && !closing) return new Promise<void>((resolve) => (spaceWaiter = resolve));
+      return waiters.whenRoom(closing);
     },
     held,
     async close(deadline) {
       closing = true;
       closeBatch();
-      wake();
-      if (held() > 0 && !ctx.checkOnly) {
-        let timer: NodeJS.Timeout | undefined;
-        await Promise.race([
-          new Promise<void>((resolve) => (emptyWaiter = resolve)),
-          new Promise<void>((resolve) => (timer = setTimeout(resolve, Math.max(0, deadline - Date.now())))),
-        ]);
-        clearTimeout(timer);
-      }
+      waiters.wake(closing);
+      if (held() > 0 && !ctx.checkOnly) await waiters.emptyBy(deadline);
       clearTimeout(retryTimer);
       retryTimer = undefined;
       clearTimeout(flushTimer);

@@ -4,6 +4,7 @@
 
 import { connect as netConnect, type Socket } from 'node:net';
 import { type ConnectionOptions, connect as tlsConnect } from 'node:tls';
+import { HeldWaiters } from '../chain/held-waiters.js';
 import { chainBackoff, type ChainSinkConfig, chainSinkConfig } from '../chain/sink-config.js';
 import { defaultNode, encodeEntry, helloLine, LineSplitter, parseServerLine } from '../chain/protocol.js';
 import { errorMessage } from '../core/errors.js';
@@ -36,6 +37,7 @@ export const createTcpChainSink: SinkFactory = (plugin, ctx): Sink => {
   let sent = 0;
   let lastAck = 0;
   const held = () => lines.length - head;
+  const waiters = new HeldWaiters(held, cfg.buffer_size);
 
   let state: State = 'idle';
   let socket: Socket | undefined;
@@ -46,22 +48,7 @@ export const createTcpChainSink: SinkFactory = (plugin, ctx): Sink => {
   /** a failure is logged at WARN once per outage, then at DEBUG */
   let outageLogged = false;
   let closing = false;
-  let spaceWaiter: (() => void) | undefined;
-  let emptyWaiter: (() => void) | undefined;
   const encodeOut = { completed: false };
-
-  const wakeWriters = () => {
-    if (spaceWaiter && (held() < cfg.buffer_size || closing)) {
-      const w = spaceWaiter;
-      spaceWaiter = undefined;
-      w();
-    }
-    if (emptyWaiter && held() === 0) {
-      const w = emptyWaiter;
-      emptyWaiter = undefined;
-      w();
-    }
-  };
 
   const onAck = (n: number) => {
     const delta = Math.min(n - lastAck, sent);
@@ -77,7 +64,7 @@ export const createTcpChainSink: SinkFactory = (plugin, ctx): Sink => {
       head = 0;
     }
     counters.unacked = held();
-    wakeWriters();
+    waiters.wake(closing);
   };
 
   const sendPending = () => {
@@ -185,20 +172,15 @@ export const createTcpChainSink: SinkFactory = (plugin, ctx): Sink => {
       counters.unacked = held();
       if (state === 'ready') sendPending();
       else if (state === 'idle' && !ctx.checkOnly) dial();
-      if (held() >= cfg.buffer_size && !closing) return new Promise<void>((resolve) => (spaceWaiter = resolve));
+      return waiters.whenRoom(closing);
     },
     held,
     async close(deadline) {
       closing = true;
-      wakeWriters();
+      waiters.wake(closing);
       if (held() > 0 && !ctx.checkOnly) {
         if (state === 'idle') dial();
-        let timer: NodeJS.Timeout | undefined;
-        await Promise.race([
-          new Promise<void>((resolve) => (emptyWaiter = resolve)),
-          new Promise<void>((resolve) => (timer = setTimeout(resolve, Math.max(0, deadline - Date.now())))),
-        ]);
-        clearTimeout(timer);
+        await waiters.emptyBy(deadline);
       }
       clearTimeout(retryTimer);
       retryTimer = undefined;
