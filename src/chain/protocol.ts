@@ -39,12 +39,8 @@ export type HelloResult = { readonly ok: true; readonly node: string } | { reado
 
 /** Checks a hello line: a JSON object with `logrelay: 1` and a string `node`. */
 export function parseHello(line: string): HelloResult {
-  let obj: unknown;
-  try {
-    obj = JSON.parse(line);
-  } catch {
-    return { ok: false, error: 'hello is not JSON' };
-  }
+  const obj = parseJson(line);
+  if (obj === NOT_JSON) return { ok: false, error: 'hello is not JSON' };
   if (!isObject(obj) || !('logrelay' in obj)) return { ok: false, error: 'expected hello {"logrelay":1,"node":…}' };
   if (obj.logrelay !== PROTOCOL_VERSION) return { ok: false, error: `unsupported protocol version ${JSON.stringify(obj.logrelay)}, want 1` };
   const node = typeof obj.node === 'string' ? obj.node : '';
@@ -55,12 +51,7 @@ export function parseHello(line: string): HelloResult {
 export type ServerLine = { readonly kind: 'ok' } | { readonly kind: 'error'; readonly error: string } | { readonly kind: 'ack'; readonly n: number };
 
 export function parseServerLine(line: string): ServerLine | undefined {
-  let obj: unknown;
-  try {
-    obj = JSON.parse(line);
-  } catch {
-    return undefined;
-  }
+  const obj = parseJson(line);
   if (!isObject(obj)) return undefined;
   if (typeof obj.ack === 'number' && Number.isInteger(obj.ack) && obj.ack >= 0) return { kind: 'ack', n: obj.ack };
   if (obj.ok === 1) return { kind: 'ok' };
@@ -72,6 +63,17 @@ export function parseServerLine(line: string): ServerLine | undefined {
 
 function isObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/** What parseJson returns for text that is not JSON (an object test fails on it too). */
+const NOT_JSON = Symbol('not JSON');
+
+function parseJson(line: string): unknown {
+  try {
+    return JSON.parse(line);
+  } catch {
+    return NOT_JSON;
+  }
 }
 
 /**
@@ -107,12 +109,7 @@ export function encodeEntry(e: Entry, now: number, fallbackSource: string, out: 
  */
 export function decodeEntry(line: string, node: string | undefined, now: number, fallbackSource: string): Entry | undefined {
   if (line.charCodeAt(0) !== 123 /* { */) return undefined;
-  let obj: unknown;
-  try {
-    obj = JSON.parse(line);
-  } catch {
-    return undefined;
-  }
+  const obj = parseJson(line);
   if (!isObject(obj)) return undefined;
   let time = now;
   if (typeof obj.time === 'string') {
