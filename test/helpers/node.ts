@@ -95,6 +95,32 @@ export function spawnNode(args: readonly string[], opts: SpawnOptions = {}): Run
   };
 }
 
+/**
+ * Returns `start(name, toml, args, stdin)`: writes `<name>.toml` into `dir`, spawns a node on it
+ * (stdin piped when asked) and adds it to `running`, for the test's teardown to stop.
+ */
+export function nodeStarter(dir: TempDir, running: RunningNode[]) {
+  return (name: string, toml: string, args: string[] = [], stdin = false): RunningNode => {
+    const node = spawnNode(['-c', dir.file(`${name}.toml`, toml), ...args], stdin ? { stdin: 'pipe' } : {});
+    running.push(node);
+    return node;
+  };
+}
+
+/** SIGKILLs a node's primary and its pipeline workers, as a crash would; resolves once the primary is gone. */
+export async function killWithWorkers(node: RunningNode): Promise<void> {
+  const workers = await childPids(node.child.pid!);
+  node.child.kill('SIGKILL');
+  for (const pid of workers) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+  }
+  await node.exited;
+}
+
 /** Polls `check` every 25 ms until it returns a truthy value; throws `message` after `timeoutMs`. */
 export async function waitFor<T>(check: () => T | Promise<T>, message: string, timeoutMs = 20_000): Promise<NonNullable<T>> {
   const deadline = Date.now() + timeoutMs;

@@ -5,7 +5,9 @@ import { randomBytes } from 'node:crypto';
 import { request } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import test from 'ava';
-import { freePort, type LogRecord, type RunningNode, spawnNode, tempDir, waitFor } from '../helpers/node.js';
+import { chainSourceToml, RECEIVER_HEAD } from '../helpers/chain.js';
+import { freePort, type RunningNode, spawnNode, tempDir, waitFor } from '../helpers/node.js';
+import { latestStatus } from '../helpers/status.js';
 
 const tmp = tempDir('logrelay-bad-peers-');
 let node: RunningNode | undefined;
@@ -74,55 +76,19 @@ const entry = (message: string) => `${JSON.stringify({ time: new Date().toISOStr
 const HELLO = '{"logrelay":1,"node":"good"}\n';
 const PROTO = { 'X-Logrelay-Protocol': '1', 'X-Logrelay-Node': 'web', 'Content-Type': 'application/x-ndjson' };
 
-function latestStatus(n: RunningNode, pipeline: string): LogRecord | undefined {
-  for (let i = n.records.length - 1; i >= 0; i--) {
-    const r = n.records[i]!;
-    if (r.msg === 'status report' && r.pipeline === pipeline) return r;
-  }
-  return undefined;
-}
-
 test.serial('bad peers get their contract answers, counters rise, valid traffic is unaffected', async (t) => {
   const [tcpPort, tcp1Port, httpPort, stallPort, deadPort] = await Promise.all([freePort(), freePort(), freePort(), freePort(), freePort()]);
-  const toml = `
-status_interval_ms = 1000
-[[pipelines]]
-name = "recv"
-[pipelines.flow.format]
-type = "json"
-[[pipelines.plugin_sources]]
-id = "tcp"
-type = "tcp_chain"
-[pipelines.plugin_sources.config]
-host = "127.0.0.1"
-port = ${tcpPort}
-hello_timeout_ms = 500
-[[pipelines.plugin_sources]]
-id = "tcp1"
-type = "tcp_chain"
-[pipelines.plugin_sources.config]
-host = "127.0.0.1"
-port = ${tcp1Port}
-max_connections = 1
-[[pipelines.plugin_sources]]
-id = "http"
-type = "http_chain"
-[pipelines.plugin_sources.config]
-host = "127.0.0.1"
-port = ${httpPort}
-max_body_bytes = 65536
-[[pipelines.plugin_sinks]]
+  const toml = `${RECEIVER_HEAD}${chainSourceToml('tcp', 'tcp_chain', tcpPort, 'hello_timeout_ms = 500\n')}${chainSourceToml(
+    'tcp1',
+    'tcp_chain',
+    tcp1Port,
+    'max_connections = 1\n',
+  )}${chainSourceToml('http', 'http_chain', httpPort, 'max_body_bytes = 65536\n')}[[pipelines.plugin_sinks]]
 type = "stdout"
 
 [[pipelines]]
 name = "stall"
-[[pipelines.plugin_sources]]
-id = "stalled"
-type = "http_chain"
-[pipelines.plugin_sources.config]
-host = "127.0.0.1"
-port = ${stallPort}
-[[pipelines.plugin_sinks]]
+${chainSourceToml('stalled', 'http_chain', stallPort)}[[pipelines.plugin_sinks]]
 id = "nowhere"
 type = "tcp_chain"
 [pipelines.plugin_sinks.config]

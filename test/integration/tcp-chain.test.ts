@@ -1,9 +1,10 @@
 // Two real nodes linked by tcp_chain on 127.0.0.1: delivery in order, recovery from a receiver
 // killed with SIGKILL, and an unreachable receiver that must not stall the sender's other sinks.
 
-import type { Writable } from 'node:stream';
 import test from 'ava';
-import { childPids, freePort, type LogRecord, type RunningNode, spawnNode, tempDir, waitFor } from '../helpers/node.js';
+import { chainReceiverToml, chainSenderToml, countNumbered, duplicatesIn, feed, numberOf, parseReceived as parse, waitReady } from '../helpers/chain.js';
+import { freePort, killWithWorkers, nodeStarter, type RunningNode, tempDir, waitFor } from '../helpers/node.js';
+import { latestStatus } from '../helpers/status.js';
 
 const tmp = tempDir('logrelay-tcp-chain-');
 test.after.always(() => tmp.remove());
@@ -13,82 +14,9 @@ test.afterEach.always(async () => {
   await Promise.all(running.splice(0).map((n) => n.stop(5000)));
 });
 
-function start(name: string, toml: string, args: string[] = [], stdin = false): RunningNode {
-  const node = spawnNode(['-c', tmp.file(`${name}.toml`, toml), ...args], stdin ? { stdin: 'pipe' } : {});
-  running.push(node);
-  return node;
-}
-
-const receiverToml = (port: number) => `
-[[pipelines]]
-name = "recv"
-[pipelines.flow.format]
-type = "json"
-[[pipelines.plugin_sources]]
-id = "link"
-type = "tcp_chain"
-[pipelines.plugin_sources.config]
-host = "127.0.0.1"
-port = ${port}
-[[pipelines.plugin_sinks]]
-type = "stdout"
-[pipelines.plugin_sinks.config]
-buffer_size = 5000
-on_full = "block"
-`;
-
-const senderToml = (port: number, extra = '') => `
-status_interval_ms = 1000
-[[pipelines]]
-name = "send"
-[[pipelines.plugin_sources]]
-type = "stdin"
-[[pipelines.plugin_sinks]]
-id = "link"
-type = "tcp_chain"
-[pipelines.plugin_sinks.config]
-host = "127.0.0.1"
-port = ${port}
-node = "edge-a"
-backoff_min_ms = 100
-backoff_max_ms = 1000
-${extra}
-`;
-
-const numbered = (from: number, to: number) => {
-  let s = '';
-  for (let i = from; i < to; i++) s += `entry ${String(i).padStart(6, '0')}\n`;
-  return s;
-};
-
-async function feed(stdin: Writable, total: number, chunk: number, pauseMs: number): Promise<void> {
-  for (let i = 0; i < total; i += chunk) {
-    if (!stdin.write(numbered(i, Math.min(total, i + chunk)))) await new Promise((r) => stdin.once('drain', r));
-    if (pauseMs > 0) await new Promise((r) => setTimeout(r, pauseMs));
-  }
-  stdin.end();
-}
-
-interface Received {
-  node?: string;
-  source: string;
-  message: string;
-}
-
-const parse = (lines: readonly string[]): Received[] => lines.filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Received);
-const numberOf = (e: Received) => Number(e.message.slice(6));
-
-function latestStatus(node: RunningNode, pipeline: string): LogRecord | undefined {
-  for (let i = node.records.length - 1; i >= 0; i--) {
-    const r = node.records[i]!;
-    if (r.msg === 'status report' && r.pipeline === pipeline) return r;
-  }
-  return undefined;
-}
-
-async function waitReady(node: RunningNode, what: string): Promise<void> {
-  await waitFor(() => node.records.some((r) => r.msg === 'Starting pipeline'), `${what} started`, 20_000);
-}
+const start = nodeStarter(tmp, running);
+const receiverToml = (port: number) => chainReceiverToml('tcp_chain', port);
+const senderToml = (port: number, extra = '') => chainSenderToml('tcp_chain', port, 'edge-a', extra);
 
 test.serial('100,000 numbered entries arrive complete, in order, with node set', async (t) => {
   const port = await freePort();
@@ -123,30 +51,16 @@ test.serial('receiver killed with SIGKILL and restarted: sender reconnects, ever
   const total = 60_000;
   const feeding = feed(a.child.stdin!, total, 500, 15);
   await waitFor(() => b1.out.length >= 10_000, 'first receiver has 10,000 entries', 30_000);
-  const workers = await childPids(b1.child.pid!);
-  b1.child.kill('SIGKILL');
-  for (const pid of workers) {
-    try {
-      process.kill(pid, 'SIGKILL');
-    } catch {
-      // already gone
-    }
-  }
-  await b1.exited;
+  await killWithWorkers(b1);
   const firstRun = b1.out.length;
   t.true(firstRun < total, 'the receiver was killed mid-stream');
   await waitFor(() => latestStatus(a, 'send')?.['sinks.link.connected'] === 0, 'sender notices the link is down', 20_000);
   const b2 = start('recv2', cfg);
   await feeding;
   const seen = new Map<number, number>();
-  const count = () => {
-    seen.clear();
-    for (const e of [...parse(b1.out), ...parse(b2.out)]) seen.set(numberOf(e), (seen.get(numberOf(e)) ?? 0) + 1);
-    return seen.size;
-  };
+  const count = () => countNumbered(seen, [b1.out, b2.out]);
   await waitFor(() => count() >= total, `every entry at least once (have ${seen.size} of ${total})`, 45_000);
-  let duplicates = 0;
-  for (const n of seen.values()) duplicates += n - 1;
+  const duplicates = duplicatesIn(seen);
   t.log(`first receiver got ${firstRun}, second ${b2.out.length}; duplicates: ${duplicates}`);
   for (let i = 0; i < total; i++) if (!seen.has(i)) t.fail(`entry ${i} missing`);
   t.true(parse(b2.out).every((e) => e.node === 'edge-a'));

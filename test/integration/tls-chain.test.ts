@@ -6,8 +6,10 @@ import { request } from 'node:https';
 import { join } from 'node:path';
 import { connect, type TLSSocket } from 'node:tls';
 import test from 'ava';
-import { freePort, type LogRecord, type RunningNode, spawnNode, tempDir, waitFor } from '../helpers/node.js';
+import { chainSinkToml, chainSourceToml, RECEIVER_HEAD, SENDER_HEAD, tlsBlock, waitReady } from '../helpers/chain.js';
+import { freePort, nodeStarter, type RunningNode, tempDir, waitFor } from '../helpers/node.js';
 import { makePki, type Pki } from '../helpers/pki.js';
+import { latestStatus } from '../helpers/status.js';
 
 const tmp = tempDir('logrelay-tls-chain-');
 let pki: Pki;
@@ -17,24 +19,7 @@ let tcpPort: number;
 let httpPort: number;
 const running: RunningNode[] = [];
 
-const tlsBlock = (prefix: string, lines: Record<string, string>) =>
-  `[${prefix}.tls]\nenabled = true\n${Object.entries(lines)
-    .map(([k, v]) => `${k} = ${JSON.stringify(v)}`)
-    .join('\n')}\n`;
-
-function start(name: string, toml: string, args: string[] = [], stdin = false): RunningNode {
-  const node = spawnNode(['-c', tmp.file(`${name}.toml`, toml), ...args], stdin ? { stdin: 'pipe' } : {});
-  running.push(node);
-  return node;
-}
-
-function latestStatus(n: RunningNode, pipeline: string): LogRecord | undefined {
-  for (let i = n.records.length - 1; i >= 0; i--) {
-    const r = n.records[i]!;
-    if (r.msg === 'status report' && r.pipeline === pipeline) return r;
-  }
-  return undefined;
-}
+const start = nodeStarter(tmp, running);
 
 const counter = (n: RunningNode, key: string) => Number(latestStatus(n, 'recv')?.[key] ?? 0);
 const received = () => receiver.out.filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as { node?: string; message: string });
@@ -44,38 +29,15 @@ test.before(async () => {
   other = makePki(join(tmp.path, 'other'), ['stranger']);
   [tcpPort, httpPort] = await Promise.all([freePort(), freePort()]);
   const server = { cert_file: pki.cert('relay'), key_file: pki.key('relay'), client_ca_file: pki.ca };
+  const secured = `${tlsBlock('pipelines.plugin_sources.config', server)}[pipelines.plugin_sources.config.auth]\nallow = ["edge-01"]\n`;
   receiver = start(
     'recv',
-    `
-status_interval_ms = 1000
-[[pipelines]]
-name = "recv"
-[pipelines.flow.format]
-type = "json"
-[[pipelines.plugin_sources]]
-id = "tcp"
-type = "tcp_chain"
-[pipelines.plugin_sources.config]
-host = "127.0.0.1"
-port = ${tcpPort}
-${tlsBlock('pipelines.plugin_sources.config', server)}
-[pipelines.plugin_sources.config.auth]
-allow = ["edge-01"]
-[[pipelines.plugin_sources]]
-id = "http"
-type = "http_chain"
-[pipelines.plugin_sources.config]
-host = "127.0.0.1"
-port = ${httpPort}
-${tlsBlock('pipelines.plugin_sources.config', server)}
-[pipelines.plugin_sources.config.auth]
-allow = ["edge-01"]
-[[pipelines.plugin_sinks]]
+    `${RECEIVER_HEAD}${chainSourceToml('tcp', 'tcp_chain', tcpPort, secured)}${chainSourceToml('http', 'http_chain', httpPort, secured)}[[pipelines.plugin_sinks]]
 type = "stdout"
 `,
     ['--logging.level=debug'],
   );
-  await waitFor(() => receiver.records.some((r) => r.msg === 'Starting pipeline'), 'receiver started');
+  await waitReady(receiver, 'receiver');
 });
 
 test.after.always(async () => {
@@ -178,34 +140,14 @@ test.serial('http_chain source: allowed identity ok, intruder 403, other CA and 
 
 const senderToml = (name: string) => {
   const client = { ca_file: pki.ca, cert_file: pki.cert(name), key_file: pki.key(name) };
-  return `
-status_interval_ms = 1000
-[[pipelines]]
-name = "send"
-[[pipelines.plugin_sources]]
-type = "stdin"
-[[pipelines.plugin_sinks]]
-id = "tcp"
-type = "tcp_chain"
-[pipelines.plugin_sinks.config]
-host = "127.0.0.1"
-port = ${tcpPort}
-node = "claimed"
-backoff_min_ms = 100
-backoff_max_ms = 400
-${tlsBlock('pipelines.plugin_sinks.config', client)}
-[[pipelines.plugin_sinks]]
-id = "http"
-type = "http_chain"
-[pipelines.plugin_sinks.config]
-host = "127.0.0.1"
-port = ${httpPort}
-node = "claimed"
-flush_interval_ms = 50
-backoff_min_ms = 100
-backoff_max_ms = 400
-${tlsBlock('pipelines.plugin_sinks.config', { ...client, server_name: 'localhost' })}
-`;
+  const backoff = 'backoff_min_ms = 100\nbackoff_max_ms = 400\n';
+  return `${SENDER_HEAD}${chainSinkToml('tcp', 'tcp_chain', tcpPort, 'claimed', `${backoff}${tlsBlock('pipelines.plugin_sinks.config', client)}`)}${chainSinkToml(
+    'http',
+    'http_chain',
+    httpPort,
+    'claimed',
+    `flush_interval_ms = 50\n${backoff}${tlsBlock('pipelines.plugin_sinks.config', { ...client, server_name: 'localhost' })}`,
+  )}`;
 };
 
 test.serial('mutual TLS links deliver with the client identity as node; a sink with a refused certificate keeps retrying', async (t) => {
