@@ -2,7 +2,7 @@
 // receiver, and the TOML of chain sources, sinks and the usual sender/receiver nodes.
 
 import type { Writable } from 'node:stream';
-import { type RunningNode, waitFor } from './node.js';
+import { localPluginToml } from './toml.js';
 
 export type ChainLink = 'tcp_chain' | 'http_chain';
 
@@ -49,11 +49,6 @@ export function duplicatesIn(seen: ReadonlyMap<number, number>): number {
   return duplicates;
 }
 
-/** Waits until the node logs `Starting pipeline`. */
-export async function waitReady(node: RunningNode, what: string): Promise<void> {
-  await waitFor(() => node.records.some((r) => r.msg === 'Starting pipeline'), `${what} started`, 20_000);
-}
-
 /** A `[<prefix>.tls]` table with `enabled = true` and `keys` as strings. */
 export const tlsBlock = (prefix: string, keys: Record<string, string>): string =>
   `[${prefix}.tls]\nenabled = true\n${Object.entries(keys)
@@ -61,23 +56,11 @@ export const tlsBlock = (prefix: string, keys: Record<string, string>): string =
     .join('\n')}\n`;
 
 /** A chain source table listening on 127.0.0.1:`port`; `config` lines follow in its config table. */
-export const chainSourceToml = (id: string, link: ChainLink, port: number, config = ''): string => `[[pipelines.plugin_sources]]
-id = "${id}"
-type = "${link}"
-[pipelines.plugin_sources.config]
-host = "127.0.0.1"
-port = ${port}
-${config}`;
+export const chainSourceToml = (id: string, link: ChainLink, port: number, config = ''): string => localPluginToml('sources', id, link, port, config);
 
 /** A chain sink table dialling 127.0.0.1:`port` as `node`; `config` lines follow in its config table. */
-export const chainSinkToml = (id: string, link: ChainLink, port: number, node: string, config = ''): string => `[[pipelines.plugin_sinks]]
-id = "${id}"
-type = "${link}"
-[pipelines.plugin_sinks.config]
-host = "127.0.0.1"
-port = ${port}
-node = "${node}"
-${config}`;
+export const chainSinkToml = (id: string, link: ChainLink, port: number, node: string, config = ''): string =>
+  localPluginToml('sinks', id, link, port, `node = "${node}"\n${config}`);
 
 /** The head of a receiving node: status every second, pipeline `recv` printing JSON. */
 export const RECEIVER_HEAD = `

@@ -121,6 +121,30 @@ export async function killWithWorkers(node: RunningNode): Promise<void> {
   await node.exited;
 }
 
+/** A test's teardown registry (ava's `t`). */
+export interface Teardown {
+  teardown(fn: () => void): void;
+}
+
+/**
+ * Spawns a node on `toml`, written as node.toml into a fresh temp dir; the test's teardown
+ * SIGKILLs it and removes the dir.
+ */
+export function startOwnedNode(t: Teardown, toml: string, args: readonly string[] = [], stdin: 'pipe' | 'ignore' = 'ignore'): RunningNode {
+  const dir = tempDir();
+  const node = spawnNode(['-c', dir.file('node.toml', toml), ...args], { stdin });
+  t.teardown(() => {
+    node.child.kill('SIGKILL');
+    dir.remove();
+  });
+  return node;
+}
+
+/** Waits until the node logs `Starting pipeline`; `what` names it in the timeout message. */
+export async function waitReady(node: RunningNode, what: string, timeoutMs = 20_000): Promise<void> {
+  await waitFor(() => node.records.some((r) => r.msg === 'Starting pipeline'), `${what} started`, timeoutMs);
+}
+
 /** Polls `check` every 25 ms until it returns a truthy value; throws `message` after `timeoutMs`. */
 export async function waitFor<T>(check: () => T | Promise<T>, message: string, timeoutMs = 20_000): Promise<NonNullable<T>> {
   const deadline = Date.now() + timeoutMs;

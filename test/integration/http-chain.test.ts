@@ -13,9 +13,8 @@ import {
   numberOf,
   parseReceived as parse,
   QUICK_BACKOFF,
-  waitReady,
 } from '../helpers/chain.js';
-import { freePort, killWithWorkers, nodeStarter, type RunningNode, tempDir, waitFor } from '../helpers/node.js';
+import { freePort, killWithWorkers, nodeStarter, type RunningNode, tempDir, waitFor, waitReady } from '../helpers/node.js';
 import { latestStatus } from '../helpers/status.js';
 
 const tmp = tempDir('logrelay-http-chain-');

@@ -6,7 +6,8 @@ import { readFileSync } from 'node:fs';
 import { type ClientRequest, type IncomingMessage, request } from 'node:http';
 import test from 'ava';
 import { EventSource } from 'eventsource';
-import { childPids, freePort, type RunningNode, spawnNode, type TempDir, tempDir, waitFor } from '../helpers/node.js';
+import { childPids, freePort, type RunningNode, startOwnedNode, type Teardown, waitFor } from '../helpers/node.js';
+import { localPluginToml, randomSourceToml } from '../helpers/toml.js';
 
 interface Reply {
   readonly status: number;
@@ -91,9 +92,11 @@ async function status(port: number): Promise<StatusDoc> {
   return JSON.parse(r.body) as StatusDoc;
 }
 
-function startNode(dir: TempDir, toml: string, stdin: 'pipe' | 'ignore' = 'ignore'): RunningNode {
-  const file = dir.file('node.toml', toml);
-  return spawnNode(['-c', file, '--logging.level=debug'], { stdin });
+const STDIN_SOURCE = '[[pipelines.plugin_sources]]\ntype = "stdin"\n';
+
+/** A node at debug with pipeline `web`: one source table (`source`), then `sinks`; killed in teardown. */
+function startNode(t: Teardown, source: string, sinks: string, stdin: 'pipe' | 'ignore' = 'ignore'): RunningNode {
+  return startOwnedNode(t, `\n[[pipelines]]\nname = "web"\n${source}${sinks}\n`, ['--logging.level=debug'], stdin);
 }
 
 async function listening(port: number, node: RunningNode): Promise<void> {
@@ -108,35 +111,12 @@ async function listening(port: number, node: RunningNode): Promise<void> {
 }
 
 function sinkToml(id: string, port: number, extra = ''): string {
-  return `
-[[pipelines.plugin_sinks]]
-id = "${id}"
-type = "http"
-[pipelines.plugin_sinks.config]
-host = "127.0.0.1"
-port = ${port}
-${extra}
-`;
+  return `\n${localPluginToml('sinks', id, 'http', port, extra)}\n`;
 }
 
 test.serial('raw client: exact SSE framing, CR/LF/CRLF split into data lines, pings, disconnect on stop', async (t) => {
-  const dir = tempDir();
   const port = await freePort();
-  const node = startNode(
-    dir,
-    `
-[[pipelines]]
-name = "web"
-[[pipelines.plugin_sources]]
-type = "stdin"
-${sinkToml('web', port, 'heartbeat_interval_ms = 300')}
-`,
-    'pipe',
-  );
-  t.teardown(() => {
-    node.child.kill('SIGKILL');
-    dir.remove();
-  });
+  const node = startNode(t, STDIN_SOURCE, sinkToml('web', port, 'heartbeat_interval_ms = 300'), 'pipe');
   await listening(port, node);
   const s = openStream(port);
   await waitFor(() => s.text.includes('event: connected'), 'connected event');
@@ -167,25 +147,8 @@ ${sinkToml('web', port, 'heartbeat_interval_ms = 300')}
 });
 
 test.serial('eventsource package receives entries; status document has exactly the §8 keys and its counters move', async (t) => {
-  const dir = tempDir();
   const port = await freePort();
-  const node = startNode(
-    dir,
-    `
-[[pipelines]]
-name = "web"
-[[pipelines.plugin_sources]]
-type = "random"
-[pipelines.plugin_sources.config]
-interval_ms = 20
-length = 5
-${sinkToml('web', port, 'buffer_size = 500\nclient_buffer_size = 64')}
-`,
-  );
-  t.teardown(() => {
-    node.child.kill('SIGKILL');
-    dir.remove();
-  });
+  const node = startNode(t, randomSourceToml('interval_ms = 20\nlength = 5'), sinkToml('web', port, 'buffer_size = 500\nclient_buffer_size = 64'));
   await listening(port, node);
 
   const doc = await status(port);
@@ -245,24 +208,8 @@ ${sinkToml('web', port, 'buffer_size = 500\nclient_buffer_size = 64')}
 });
 
 test.serial('max_connections = 2: a third stream gets 503 too many clients; 404 and 405 answers', async (t) => {
-  const dir = tempDir();
   const port = await freePort();
-  const node = startNode(
-    dir,
-    `
-[[pipelines]]
-name = "web"
-[[pipelines.plugin_sources]]
-type = "random"
-[pipelines.plugin_sources.config]
-interval_ms = 100
-${sinkToml('web', port, 'max_connections = 2\nstream_path = "/events"\nstatus_path = "/state"')}
-`,
-  );
-  t.teardown(() => {
-    node.child.kill('SIGKILL');
-    dir.remove();
-  });
+  const node = startNode(t, randomSourceToml('interval_ms = 100'), sinkToml('web', port, 'max_connections = 2\nstream_path = "/events"\nstatus_path = "/state"'));
   await waitFor(() => get(port, '/state').then((r) => r.status === 200, () => false), 'listening');
   const a = openStream(port, '/events');
   const b = openStream(port, '/events');
@@ -302,26 +249,8 @@ function rssKb(pid: number): { rss: number; hwm: number } {
 }
 
 test.serial('a client that stops reading: the others get everything, its drops are counted, memory stays bounded, then it is disconnected', async (t) => {
-  const dir = tempDir();
   const port = await freePort();
-  const node = startNode(
-    dir,
-    `
-[[pipelines]]
-name = "web"
-[[pipelines.plugin_sources]]
-type = "random"
-[pipelines.plugin_sources.config]
-interval_ms = 10
-entries_per_tick = 20
-length = 150
-${sinkToml('web', port, 'write_timeout_ms = 3000')}
-`,
-  );
-  t.teardown(() => {
-    node.child.kill('SIGKILL');
-    dir.remove();
-  });
+  const node = startNode(t, randomSourceToml('interval_ms = 10\nentries_per_tick = 20\nlength = 150'), sinkToml('web', port, 'write_timeout_ms = 3000'));
   await listening(port, node);
   const worker = await waitFor(async () => (await childPids(node.child.pid!))[0], 'worker pid');
   const fast = [openStream(port), openStream(port)];
@@ -365,24 +294,8 @@ ${sinkToml('web', port, 'write_timeout_ms = 3000')}
 });
 
 test.serial('a burst larger than client_buffer_size drops exactly the excess; no drop when the bound covers it', async (t) => {
-  const dir = tempDir();
   const [small, big] = [await freePort(), await freePort()];
-  const node = startNode(
-    dir,
-    `
-[[pipelines]]
-name = "web"
-[[pipelines.plugin_sources]]
-type = "stdin"
-${sinkToml('small', small, 'client_buffer_size = 100')}
-${sinkToml('big', big, 'client_buffer_size = 300')}
-`,
-    'pipe',
-  );
-  t.teardown(() => {
-    node.child.kill('SIGKILL');
-    dir.remove();
-  });
+  const node = startNode(t, STDIN_SOURCE, `${sinkToml('small', small, 'client_buffer_size = 100')}\n${sinkToml('big', big, 'client_buffer_size = 300')}`, 'pipe');
   await listening(small, node);
   await listening(big, node);
   const a = openStream(small);

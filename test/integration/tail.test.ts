@@ -2,37 +2,21 @@
 // that node by reconnecting, and exits 1 with a message on a 404 or a non-stream answer.
 
 import test from 'ava';
-import { freePort, spawnNode, tempDir, waitFor } from '../helpers/node.js';
+import { freePort, spawnNode, startOwnedNode, waitFor } from '../helpers/node.js';
+import { localPluginToml, randomSourceToml } from '../helpers/toml.js';
 
 test.serial('tail prints entries, reconnects across a reload, and exits 1 on 404 or a wrong content type', async (t) => {
-  const dir = tempDir();
   const port = await freePort();
-  const file = dir.file(
-    'node.toml',
+  const node = startOwnedNode(
+    t,
     `
 [[pipelines]]
 name = "web"
-[[pipelines.plugin_sources]]
-type = "random"
-[pipelines.plugin_sources.config]
-interval_ms = 50
-length = 4
-[[pipelines.plugin_sinks]]
-id = "web"
-type = "http"
-[pipelines.plugin_sinks.config]
-host = "127.0.0.1"
-port = ${port}
-`,
+${randomSourceToml('interval_ms = 50\nlength = 4')}${localPluginToml('sinks', 'web', 'http', port)}`,
   );
-  const node = spawnNode(['-c', file]);
   const base = `http://127.0.0.1:${port}`;
   const tail = spawnNode(['tail', `${base}/stream`]);
-  t.teardown(() => {
-    tail.child.kill('SIGKILL');
-    node.child.kill('SIGKILL');
-    dir.remove();
-  });
+  t.teardown(() => tail.child.kill('SIGKILL'));
   const connects = () => tail.errText.filter((l) => l.includes('connected to')).length;
   await waitFor(() => connects() === 1 && tail.out.length >= 5, 'tail prints entries');
   for (const line of tail.out) t.regex(line, /^[a-z]+( [a-z]+){3}$/);

@@ -2,8 +2,8 @@
 // killed with SIGKILL, and an unreachable receiver that must not stall the sender's other sinks.
 
 import test from 'ava';
-import { chainReceiverToml, chainSenderToml, countNumbered, duplicatesIn, feed, numberOf, parseReceived as parse, waitReady } from '../helpers/chain.js';
-import { freePort, killWithWorkers, nodeStarter, type RunningNode, tempDir, waitFor } from '../helpers/node.js';
+import { chainReceiverToml, chainSenderToml, countNumbered, duplicatesIn, feed, numberOf, parseReceived as parse } from '../helpers/chain.js';
+import { freePort, killWithWorkers, nodeStarter, type RunningNode, tempDir, waitFor, waitReady } from '../helpers/node.js';
 import { latestStatus } from '../helpers/status.js';
 
 const tmp = tempDir('logrelay-tcp-chain-');

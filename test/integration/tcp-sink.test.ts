@@ -4,7 +4,9 @@
 
 import { connect, type Socket } from 'node:net';
 import test from 'ava';
-import { freePort, type RunningNode, spawnNode, tempDir, waitFor } from '../helpers/node.js';
+import { freePort, type RunningNode, startOwnedNode, type Teardown, waitFor, waitReady } from '../helpers/node.js';
+import { latestCounter } from '../helpers/status.js';
+import { localPluginToml, randomSourceToml } from '../helpers/toml.js';
 
 interface LineClient {
   readonly socket: Socket;
@@ -32,20 +34,9 @@ function lineClient(port: number): LineClient {
   return c;
 }
 
-/** The newest value of a flattened counter in the status report of `pipeline`. */
-function counter(node: RunningNode, pipeline: string, key: string): number | undefined {
-  for (let i = node.records.length - 1; i >= 0; i--) {
-    const r = node.records[i]!;
-    if (r.msg === 'status report' && r.pipeline === pipeline && typeof r[key] === 'number') return r[key] as number;
-  }
-  return undefined;
-}
-
-function startNode(toml: string): { node: RunningNode; remove: () => void } {
-  const dir = tempDir();
-  const file = dir.file('node.toml', `status_interval_ms = 300\n${toml}`);
-  const node = spawnNode(['-c', file, '--logging.level=debug']);
-  return { node, remove: () => dir.remove() };
+/** A node at debug with a status report every 300 ms; killed in teardown. */
+function startNode(t: Teardown, toml: string): RunningNode {
+  return startOwnedNode(t, `status_interval_ms = 300\n${toml}`, ['--logging.level=debug']);
 }
 
 function tcpToml(port: number, extra = '', source = 'interval_ms = 20\nlength = 5'): string {
@@ -54,32 +45,18 @@ function tcpToml(port: number, extra = '', source = 'interval_ms = 20\nlength = 
 name = "raw"
 [pipelines.flow.format]
 type = "txt"
-[[pipelines.plugin_sources]]
-type = "random"
-[pipelines.plugin_sources.config]
-${source}
-[[pipelines.plugin_sinks]]
-id = "lines"
-type = "tcp"
-[pipelines.plugin_sinks.config]
-host = "127.0.0.1"
-port = ${port}
-${extra}
+${randomSourceToml(source)}${localPluginToml('sinks', 'lines', 'tcp', port, extra)}
 `;
 }
 
 async function connected(node: RunningNode, n: number): Promise<void> {
-  await waitFor(() => counter(node, 'raw', 'sinks.lines.active_clients') === n, `${n} tcp clients connected (status report)`);
+  await waitFor(() => latestCounter(node, 'raw', 'sinks.lines.active_clients') === n, `${n} tcp clients connected (status report)`);
 }
 
 test.serial('plain TCP clients receive each formatted line plus \\n; what they send is ignored', async (t) => {
   const port = await freePort();
-  const { node, remove } = startNode(tcpToml(port));
-  t.teardown(() => {
-    node.child.kill('SIGKILL');
-    remove();
-  });
-  await waitFor(() => node.records.some((r) => r.msg === 'Starting pipeline'), 'pipeline started');
+  const node = startNode(t, tcpToml(port));
+  await waitReady(node, 'pipeline');
   const a = lineClient(port);
   const b = lineClient(port);
   a.socket.write('hello?\nignored input\n'.repeat(100));
@@ -90,7 +67,7 @@ test.serial('plain TCP clients receive each formatted line plus \\n; what they s
   const common = a.lines.filter((l) => b.lines.includes(l));
   t.true(common.length >= 10);
   await connected(node, 2);
-  t.is(counter(node, 'raw', 'sinks.lines.dropped_writes'), 0);
+  t.is(latestCounter(node, 'raw', 'sinks.lines.dropped_writes'), 0);
   t.true(node.records.some((r) => r.msg === 'Session connected' && r.level === 'debug' && r.plugin === 'lines'));
   a.socket.destroy();
   await connected(node, 1);
@@ -101,40 +78,33 @@ test.serial('plain TCP clients receive each formatted line plus \\n; what they s
 
 test.serial('max_connections = 2: the third connection is closed without data and rejected_conns rises', async (t) => {
   const port = await freePort();
-  const { node, remove } = startNode(tcpToml(port, 'max_connections = 2'));
-  t.teardown(() => {
-    node.child.kill('SIGKILL');
-    remove();
-  });
-  await waitFor(() => node.records.some((r) => r.msg === 'Starting pipeline'), 'pipeline started');
+  const node = startNode(t, tcpToml(port, 'max_connections = 2'));
+  await waitReady(node, 'pipeline');
   const a = lineClient(port);
   const b = lineClient(port);
   await waitFor(() => a.lines.length > 0 && b.lines.length > 0, 'two clients receive');
   const c = lineClient(port);
   await waitFor(() => c.closed, 'third connection closed');
   t.is(c.bytes, 0);
-  await waitFor(() => counter(node, 'raw', 'sinks.lines.rejected_conns') === 1, 'rejected_conns 1');
-  t.is(counter(node, 'raw', 'sinks.lines.active_clients'), 2);
+  await waitFor(() => latestCounter(node, 'raw', 'sinks.lines.rejected_conns') === 1, 'rejected_conns 1');
+  t.is(latestCounter(node, 'raw', 'sinks.lines.active_clients'), 2);
   t.false(a.closed || b.closed);
   t.is(await node.stop(), 0);
 });
 
 test.serial('a tcp client that stops reading: drops counted, the other keeps receiving, disconnected after write_timeout_ms', async (t) => {
   const port = await freePort();
-  const { node, remove } = startNode(
+  const node = startNode(
+    t,
     tcpToml(port, 'client_buffer_size = 256\nwrite_timeout_ms = 2000', 'interval_ms = 10\nentries_per_tick = 20\nlength = 150'),
   );
-  t.teardown(() => {
-    node.child.kill('SIGKILL');
-    remove();
-  });
-  await waitFor(() => node.records.some((r) => r.msg === 'Starting pipeline'), 'pipeline started');
+  await waitReady(node, 'pipeline');
   const fast = lineClient(port);
   const slow = lineClient(port);
   slow.socket.pause();
   await connected(node, 2);
-  await waitFor(() => (counter(node, 'raw', 'sinks.lines.dropped_writes') ?? 0) > 0, 'slow client drops', 30_000);
-  await waitFor(() => counter(node, 'raw', 'sinks.lines.active_clients') === 1, 'slow client disconnected', 20_000);
+  await waitFor(() => (latestCounter(node, 'raw', 'sinks.lines.dropped_writes') ?? 0) > 0, 'slow client drops', 30_000);
+  await waitFor(() => latestCounter(node, 'raw', 'sinks.lines.active_clients') === 1, 'slow client disconnected', 20_000);
   t.false(fast.closed);
   // the reader kept up: every line it got is complete, and it got many
   t.true(fast.lines.length > 1000);

@@ -6,8 +6,8 @@ import { request } from 'node:https';
 import { join } from 'node:path';
 import { connect, type TLSSocket } from 'node:tls';
 import test from 'ava';
-import { chainSinkToml, chainSourceToml, RECEIVER_HEAD, SENDER_HEAD, tlsBlock, waitReady } from '../helpers/chain.js';
-import { freePort, nodeStarter, type RunningNode, tempDir, waitFor } from '../helpers/node.js';
+import { chainSinkToml, chainSourceToml, RECEIVER_HEAD, SENDER_HEAD, tlsBlock } from '../helpers/chain.js';
+import { freePort, nodeStarter, type RunningNode, tempDir, waitFor, waitReady } from '../helpers/node.js';
 import { makePki, type Pki } from '../helpers/pki.js';
 import { latestStatus } from '../helpers/status.js';
 

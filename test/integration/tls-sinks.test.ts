@@ -10,6 +10,8 @@ import { connect, type TLSSocket } from 'node:tls';
 import test from 'ava';
 import { freePort, type RunningNode, spawnNode, type TempDir, tempDir, waitFor } from '../helpers/node.js';
 import { makePki, type Pki } from '../helpers/pki.js';
+import { latestCounter } from '../helpers/status.js';
+import { localPluginToml, randomSourceToml } from '../helpers/toml.js';
 
 interface Identity {
   readonly ca: Buffer;
@@ -70,11 +72,7 @@ function tlsLines(port: number, who: Identity): TlsLines {
 
 /** The newest value of a flattened counter in the status report of pipeline `tls`. */
 function counter(node: RunningNode, key: string): number {
-  for (let i = node.records.length - 1; i >= 0; i--) {
-    const r = node.records[i]!;
-    if (r.msg === 'status report' && r.pipeline === 'tls' && typeof r[key] === 'number') return r[key] as number;
-  }
-  return 0;
+  return latestCounter(node, 'tls', key) ?? 0;
 }
 
 interface Fixture {
@@ -109,36 +107,15 @@ function nodeToml(f: Fixture, ports: { http: number; tcp: number }, allow: reado
 cert_file = ${JSON.stringify(f.live.cert)}
 key_file = ${JSON.stringify(f.live.key)}
 ${clientCa ? `client_ca_file = ${JSON.stringify(f.pki.ca)}` : ''}`;
-  const auth = `allow = ${JSON.stringify(allow)}`;
+  const secured = `[pipelines.plugin_sinks.config.tls]
+${tls}
+[pipelines.plugin_sinks.config.auth]
+allow = ${JSON.stringify(allow)}
+`;
   return `status_interval_ms = 300
 [[pipelines]]
 name = "tls"
-[[pipelines.plugin_sources]]
-type = "random"
-[pipelines.plugin_sources.config]
-interval_ms = 50
-length = 4
-[[pipelines.plugin_sinks]]
-id = "web"
-type = "http"
-[pipelines.plugin_sinks.config]
-host = "127.0.0.1"
-port = ${ports.http}
-[pipelines.plugin_sinks.config.tls]
-${tls}
-[pipelines.plugin_sinks.config.auth]
-${auth}
-[[pipelines.plugin_sinks]]
-id = "lines"
-type = "tcp"
-[pipelines.plugin_sinks.config]
-host = "127.0.0.1"
-port = ${ports.tcp}
-[pipelines.plugin_sinks.config.tls]
-${tls}
-[pipelines.plugin_sinks.config.auth]
-${auth}
-`;
+${randomSourceToml('interval_ms = 50\nlength = 4')}${localPluginToml('sinks', 'web', 'http', ports.http, secured)}${localPluginToml('sinks', 'lines', 'tcp', ports.tcp, secured)}`;
 }
 
 async function startNode(t: { teardown(fn: () => void): void }, allow: readonly string[] = ['edge-01']) {
