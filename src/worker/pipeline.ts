@@ -133,7 +133,7 @@ export function buildPipeline(cfg: PipelineConfig, opts: BuildOptions): Pipeline
     for (const r of runners) pump(r);
   };
 
-  const emitFrom = (source: Source) => (entries: Entry[]) => {
+  const emitBatch = (source: Source, entries: Entry[]) => {
     if (saturated && !source.pausable) {
       source.counters.dropped_entries! += entries.length;
       return;
@@ -181,10 +181,13 @@ export function buildPipeline(cfg: PipelineConfig, opts: BuildOptions): Pipeline
     }
     try {
       const log = opts.log.child({ pipeline: cfg.name, plugin: plugin.id });
-      let self: Source | undefined;
-      const emit = (entries: Entry[]) => self && emitFrom(self)(entries);
+      // The factory gets emit() before the source exists; the ref closes that loop.
+      const ref: { source?: Source } = {};
+      const emit = (entries: Entry[]) => {
+        if (ref.source) emitBatch(ref.source, entries);
+      };
       const source = factory(plugin, { pipeline: cfg.name, log, checkOnly: opts.checkOnly, emit, isSaturated: () => saturated });
-      self = source;
+      ref.source = source;
       sources.push(source);
       if (!opts.checkOnly) opts.log.info({ pipeline: cfg.name, plugin: plugin.id, type: plugin.type }, 'Created source instance');
     } catch (err) {
