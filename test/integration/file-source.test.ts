@@ -1,10 +1,10 @@
 // The file source with real files and a real node (issue 3, acceptance 1), and a blocking sink
 // that pauses it without loss.
 
-import { spawnSync } from 'node:child_process';
-import { appendFileSync, createReadStream, mkdirSync, readFileSync, renameSync, truncateSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, readFileSync, renameSync, truncateSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import test, { type ExecutionContext } from 'ava';
+import { fifoReader } from '../helpers/fifo.js';
 import { type LogRecord, type RunningNode, spawnNode, type TempDir, tempDir, waitFor } from '../helpers/node.js';
 
 const toml = (s: string) => JSON.stringify(s);
@@ -231,18 +231,8 @@ test.serial('on_full = "block": a stalled sink pauses the file source, and nothi
   mkdirSync(join(dir.path, 'out'));
   // the sink's current file is a FIFO the test reads: stop reading and the sink stalls
   const fifo = join(dir.path, 'out', 'out.1.log');
-  const mk = spawnSync('mkfifo', [fifo]);
-  if (mk.status !== 0) return t.fail(`mkfifo failed: ${mk.stderr}`);
   writeFileSync(join(dir.path, 'in', 'app.log'), text(lines('entry', 1, total)));
-  const reader = createReadStream(fifo, { encoding: 'utf8' });
-  const received: string[] = [];
-  let rest = '';
-  reader.on('data', (chunk) => {
-    const parts = (rest + chunk).split('\n');
-    rest = parts.pop() ?? '';
-    received.push(...parts);
-  });
-  reader.pause();
+  const { received, stream: reader } = fifoReader(fifo);
   t.teardown(() => reader.destroy());
   const node = startNode(
     t,

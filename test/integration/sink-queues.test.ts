@@ -2,11 +2,11 @@
 // sibling gets everything (issue 3, acceptance 3), memory stays bounded under a 10× overload
 // (issue 3, acceptance 4), and SIGTERM drains what a file sink has queued (issue 4, acceptance 4).
 
-import { spawnSync } from 'node:child_process';
-import { createReadStream, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import test, { type ExecutionContext } from 'ava';
 import { runOverload } from '../../bench/overload.js';
+import { fifoReader } from '../helpers/fifo.js';
 import { type LogRecord, type RunningNode, sleep, spawnNode, type TempDir, tempDir, waitFor } from '../helpers/node.js';
 
 const toml = (s: string) => JSON.stringify(s);
@@ -185,17 +185,7 @@ test.serial('SIGTERM with entries queued in a file sink: exit 0 and every queued
   mkdirSync(join(dir.path, 'out'));
   // the sink's current file is a FIFO this test reads: while it does not, the sink's queue holds the burst
   const fifo = join(dir.path, 'out', 'out.1.log');
-  const mk = spawnSync('mkfifo', [fifo]);
-  if (mk.status !== 0) return t.fail(`mkfifo failed: ${mk.stderr}`);
-  const reader = createReadStream(fifo, { encoding: 'utf8' });
-  const received: string[] = [];
-  let rest = '';
-  reader.on('data', (chunk) => {
-    const parts = (rest + chunk).split('\n');
-    rest = parts.pop() ?? '';
-    received.push(...parts);
-  });
-  reader.pause();
+  const { received, stream: reader } = fifoReader(fifo);
   t.teardown(() => reader.destroy());
   const node = startNode(
     t,
