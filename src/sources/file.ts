@@ -309,6 +309,8 @@ export const createFileSource: SourceFactory = (plugin, ctx): Source => {
         }
         continue;
       }
+      // a new file under an open file's name: that one was rotated away (a rename since checkNames)
+      for (const tail of [...tails.values()]) if (!tail.detached && tail.path === path) await detach(tail);
       let offset = 0;
       if (firstScan) {
         const pos = positionFor(path, st.ino);
@@ -323,6 +325,14 @@ export const createFileSource: SourceFactory = (plugin, ctx): Source => {
     for (const tail of [...tails.values()]) if (tail.detached && !seen.has(tail.inode)) tail.deleted = true;
   };
 
+  /** Its name no longer leads to it: renamed away (rotation) or gone (deleted). */
+  const detach = async (tail: Tail) => {
+    tail.detached = true;
+    const own = await tail.fh.stat();
+    if (own.nlink === 0) tail.deleted = true;
+    else counters.rotations++;
+  };
+
   /** Checks each open file's name: renamed away or replaced means rotation, gone means deleted. */
   const checkNames = async () => {
     let rotated = false;
@@ -330,16 +340,16 @@ export const createFileSource: SourceFactory = (plugin, ctx): Source => {
       if (tail.detached) continue;
       const st = await statPath(tail.path);
       if (st && st.ino === tail.inode) continue;
-      tail.detached = true;
-      const own = await tail.fh.stat();
-      if (own.nlink === 0) tail.deleted = true;
-      else counters.rotations++;
+      await detach(tail);
       rotated = true;
     }
     return rotated;
   };
 
   const cycle = async () => {
+    // Rotation is noticed before anything is read, so a renamed-away file is finished (to its end,
+    // then its held partial line) before its successor under the old name is read.
+    if (await checkNames()) discoverDue = true;
     if (discoverDue) {
       discoverDue = false;
       await discover();
@@ -349,23 +359,15 @@ export const createFileSource: SourceFactory = (plugin, ctx): Source => {
       if (stopped) return;
       try {
         if (!(await readTail(tail))) return;
+        if (tail.detached) {
+          const out: string[] = [];
+          tail.lines.flush(out);
+          emitLines(tail, out);
+        }
       } catch (err) {
         ctx.log.warn({ path: tail.path, error: errorMessage(err) }, 'File read failed');
         await closeTail(tail);
       }
-    }
-    if (await checkNames()) {
-      // look for the successor right away, in a cycle of its own after this one
-      discoverDue = true;
-      again = true;
-    }
-    for (const tail of [...tails.values()]) {
-      if (!tail.detached) continue;
-      // what the writer added just before the rename, then the held partial line
-      if (!(await readTail(tail).catch(() => true))) return;
-      const out: string[] = [];
-      tail.lines.flush(out);
-      emitLines(tail, out);
     }
     for (const tail of [...tails.values()]) if (tail.deleted) await closeTail(tail);
   };

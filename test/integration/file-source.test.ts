@@ -5,7 +5,8 @@ import { appendFileSync, mkdirSync, readFileSync, renameSync, truncateSync, writ
 import { join } from 'node:path';
 import test, { type ExecutionContext } from 'ava';
 import { fifoReader } from '../helpers/fifo.js';
-import { type LogRecord, type RunningNode, spawnNode, type TempDir, tempDir, waitFor } from '../helpers/node.js';
+import { latestCounter } from '../helpers/status.js';
+import { type RunningNode, spawnNode, type TempDir, tempDir, waitFor } from '../helpers/node.js';
 
 const toml = (s: string) => JSON.stringify(s);
 
@@ -28,15 +29,6 @@ function startNode(t: ExecutionContext, dir: TempDir, body: string): RunningNode
 function setup(t: ExecutionContext, body: (dir: TempDir) => string): Started {
   const dir = tempDir('logrelay-file-source-');
   return { node: startNode(t, dir, body(dir)), dir };
-}
-
-/** The latest status report line of pipeline `p`. */
-function report(node: RunningNode, p = 'p'): LogRecord | undefined {
-  return node.records.findLast((r) => r.msg === 'status report' && r.pipeline === p);
-}
-
-function counter(node: RunningNode, key: string): number | undefined {
-  return report(node)?.[key] as number | undefined;
 }
 
 function lines(prefix: string, from: number, to: number): string[] {
@@ -80,7 +72,7 @@ id = "out"
 type = "stdout"
 `;
   });
-  await waitFor(() => counter(node, 'sources.end.active_watchers') === 1 && counter(node, 'sources.start.active_watchers') === 1, 'both sources watching');
+  await waitFor(() => latestCounter(node, 'p', 'sources.end.active_watchers') === 1 && latestCounter(node, 'p', 'sources.start.active_watchers') === 1, 'both sources watching');
   const a = join(dir.path, 'a', 'a.log');
   const b = join(dir.path, 'b', 'b.log');
   for (let i = 1; i <= 5; i++) {
@@ -98,7 +90,7 @@ type = "stdout"
     node.out.filter((l) => l.startsWith('later')),
     lines('later', 1, 3),
   );
-  await waitFor(() => counter(node, 'sources.end.active_watchers') === 2, 'the new file is watched');
+  await waitFor(() => latestCounter(node, 'p', 'sources.end.active_watchers') === 2, 'the new file is watched');
 });
 
 test.serial('a rename rotation and a truncation lose nothing written after the start', async (t) => {
@@ -119,7 +111,7 @@ id = "out"
 type = "stdout"
 `;
   });
-  await waitFor(() => counter(node, 'sources.f.active_watchers') === 1, 'source watching');
+  await waitFor(() => latestCounter(node, 'p', 'sources.f.active_watchers') === 1, 'source watching');
   const app = join(dir.path, 'app.log');
   // rotation: the old file ends in a partial line, is renamed away, and a new file takes its name
   appendFileSync(app, text(lines('line', 1, 50)) + 'partial line without newline');
@@ -127,7 +119,7 @@ type = "stdout"
   writeFileSync(app, text(lines('line', 51, 100)));
   await waitFor(() => node.out.includes('line 100'), 'lines of the new file');
   t.deepEqual(node.out, [...lines('line', 1, 50), 'partial line without newline', ...lines('line', 51, 100)]);
-  await waitFor(() => counter(node, 'sources.f.rotations') === 1, 'rotation counted');
+  await waitFor(() => latestCounter(node, 'p', 'sources.f.rotations') === 1, 'rotation counted');
   // truncation (copytruncate): shorter than before, read again from offset 0
   truncateSync(app, 0);
   appendFileSync(app, text(lines('after truncate', 1, 3)));
@@ -135,7 +127,7 @@ type = "stdout"
   appendFileSync(app, text(lines('tail', 1, 2)));
   await waitFor(() => node.out.includes('tail 2'), 'lines appended after the truncation');
   t.deepEqual(node.out.slice(101), [...lines('after truncate', 1, 3), ...lines('tail', 1, 2)]);
-  await waitFor(() => counter(node, 'sources.f.truncations') === 1, 'truncation counted');
+  await waitFor(() => latestCounter(node, 'p', 'sources.f.truncations') === 1, 'truncation counted');
   t.is(count(node.out, 'before start 1'), 0);
 });
 
@@ -160,7 +152,7 @@ name = "out"
 `,
   );
   // the directory and file appear once the source runs: a file found later is read from its start
-  await waitFor(() => counter(node, 'sources.f.active_watchers') === 0, 'source running');
+  await waitFor(() => latestCounter(node, 'p', 'sources.f.active_watchers') === 0, 'source running');
   mkdirSync(join(dir.path, 'in'));
   const big = join(dir.path, 'in', 'big.log');
   writeFileSync(big, `${'x'.repeat(3 * 1024 * 1024)}\nafter the long line\n`);
@@ -177,9 +169,9 @@ name = "out"
   t.is(got.length, 3);
   t.is(got[0], 'x'.repeat(1048576));
   t.is(got[1], 'after the long line');
-  await waitFor(() => counter(node, 'sources.f.truncated_lines') === 1, 'truncated_lines = 1 in the status report');
-  t.is(counter(node, 'sources.f.total_entries'), 2);
-  t.true(counter(node, 'sources.f.bytes_read')! > 3 * 1024 * 1024);
+  await waitFor(() => latestCounter(node, 'p', 'sources.f.truncated_lines') === 1, 'truncated_lines = 1 in the status report');
+  t.is(latestCounter(node, 'p', 'sources.f.total_entries'), 2);
+  t.true(latestCounter(node, 'p', 'sources.f.bytes_read')! > 3 * 1024 * 1024);
 });
 
 test.serial('a directory with spaces and brackets: * and ? patterns, no dot files, not recursive', async (t) => {
@@ -212,14 +204,14 @@ id = "out"
 type = "stdout"
 `;
   });
-  await waitFor(() => counter(node, 'sources.all.total_entries') === 3 && counter(node, 'sources.one.total_entries') === 1, 'entries counted per source');
+  await waitFor(() => latestCounter(node, 'p', 'sources.all.total_entries') === 3 && latestCounter(node, 'p', 'sources.one.total_entries') === 1, 'entries counted per source');
   await waitFor(() => node.out.length === 4, 'four lines out');
   const got = node.out.map((l) => {
     const e = JSON.parse(l) as { source: string; message: string };
     return `${e.source}: ${e.message}`;
   });
   t.deepEqual(got.sort(), ['a b.log: spaced', 'app-1.log: app one', 'app-1.log: app one', 'app-22.log: app twenty-two']);
-  t.is(counter(node, 'sources.all.active_watchers'), 3);
+  t.is(latestCounter(node, 'p', 'sources.all.active_watchers'), 3);
   t.true(dir.path.length > 0);
 });
 
@@ -270,9 +262,9 @@ on_full = "block"
   reader.resume();
   await waitFor(() => received.length >= total, `all ${total} entries through the resumed sink`, 40_000);
   t.deepEqual(received, lines('entry', 1, total));
-  await waitFor(() => counter(node, 'sinks.out.total_processed') === total, 'counters caught up');
-  t.is(counter(node, 'total_dropped_by_sink'), 0);
-  t.is(counter(node, 'sources.f.dropped_entries'), 0);
+  await waitFor(() => latestCounter(node, 'p', 'sinks.out.total_processed') === total, 'counters caught up');
+  t.is(latestCounter(node, 'p', 'total_dropped_by_sink'), 0);
+  t.is(latestCounter(node, 'p', 'sources.f.dropped_entries'), 0);
 });
 
 test.serial('a file created right after the source started is read from its start, even if the first scan sees it', async (t) => {

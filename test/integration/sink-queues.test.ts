@@ -7,7 +7,8 @@ import { join } from 'node:path';
 import test, { type ExecutionContext } from 'ava';
 import { runOverload } from '../../bench/overload.js';
 import { fifoReader } from '../helpers/fifo.js';
-import { type LogRecord, type RunningNode, sleep, spawnNode, type TempDir, tempDir, waitFor } from '../helpers/node.js';
+import { latestCounter, latestStatus } from '../helpers/status.js';
+import { type RunningNode, sleep, spawnNode, type TempDir, tempDir, waitFor } from '../helpers/node.js';
 
 const toml = (s: string) => JSON.stringify(s);
 const MiB = 1024 * 1024;
@@ -22,15 +23,6 @@ function startNode(t: ExecutionContext, dir: TempDir, body: string, shutdownMs =
     dir.remove();
   });
   return node;
-}
-
-/** The latest status report line of pipeline `p`. */
-function report(node: RunningNode, p = 'p'): LogRecord | undefined {
-  return node.records.findLast((r) => r.msg === 'status report' && r.pipeline === p);
-}
-
-function counter(node: RunningNode, key: string): number | undefined {
-  return report(node)?.[key] as number | undefined;
 }
 
 /** Numbered lines padded to 100 bytes, so a 64 KiB pipe holds only a few hundred. */
@@ -88,7 +80,7 @@ on_full = "block"
   await waitFor(() => read().length >= text(all).length, `all ${total} entries in the file sink`, 30_000);
   t.deepEqual(read().split('\n').slice(0, -1), all);
   const stalledReport = await waitFor(() => {
-    const r = report(node);
+    const r = latestStatus(node, 'p');
     return r && r['sources.f.total_entries'] === total && r['sinks.all.total_processed'] === total ? r : undefined;
   }, 'a status report with every entry read and written to the file');
   const dropped = stalledReport.total_dropped_by_sink as number;
@@ -97,12 +89,12 @@ on_full = "block"
   t.true(processed < total / 2, `the stalled sink took only what the pipe buffers hold (${processed})`);
   // every entry either went to the stalled sink, was dropped for it, or still waits in its queue
   t.true(processed + dropped <= total && processed + dropped >= total - 10, `${processed} + ${dropped} accounts for ${total} within buffer_size`);
-  t.is(counter(node, 'sources.f.dropped_entries'), 0);
+  t.is(latestCounter(node, 'p', 'sources.f.dropped_entries'), 0);
 
   // the reader resumes: what the stalled sink took arrives whole and in order, and the counters close
   node.child.stdout!.resume();
   const final = await waitFor(() => {
-    const r = report(node);
+    const r = latestStatus(node, 'p');
     if (!r) return undefined;
     const p = r['sinks.stalled.total_processed'] as number;
     return p + (r.total_dropped_by_sink as number) === total && node.out.length === p ? r : undefined;
@@ -150,8 +142,8 @@ buffer_size = 100000
     1000,
   );
   node.child.stdout!.pause();
-  await waitFor(() => counter(node, 'sources.f.total_entries') === total, `the source read all ${total} entries`);
-  t.is(counter(node, 'total_dropped_by_sink'), 0);
+  await waitFor(() => latestCounter(node, 'p', 'sources.f.total_entries') === total, `the source read all ${total} entries`);
+  t.is(latestCounter(node, 'p', 'total_dropped_by_sink'), 0);
   node.signal('SIGTERM');
   const { code } = await node.exited;
   t.is(code, 1, 'exit 1: the deadline cut the drain short');
@@ -210,12 +202,12 @@ on_full = "block"
 `,
     20_000,
   );
-  await waitFor(() => counter(node, 'sources.f.active_watchers') === 0, 'source running');
+  await waitFor(() => latestCounter(node, 'p', 'sources.f.active_watchers') === 0, 'source running');
   // a burst in a new file (read from its start): the source reads it all, the sink queues it
   const all = numbered(1, total);
   writeFileSync(join(dir.path, 'in', 'burst.log'), text(all));
   const queued = await waitFor(() => {
-    const r = report(node);
+    const r = latestStatus(node, 'p');
     return r && r['sources.f.total_entries'] === total ? r : undefined;
   }, `the source read all ${total} entries`);
   const processed = queued['sinks.out.total_processed'] as number;
