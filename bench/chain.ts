@@ -1,19 +1,21 @@
 // Chain bench: one hop each way on 127.0.0.1, two real nodes (bin/logrelay.js child processes).
-// Node A: stdin → chain sink; node B: chain source → null (throughput) or → stdout (latency).
 //
-// Throughput: 1,000,000 lines of 200 bytes piped into A (its chain sink blocks when full, so
-// nothing is dropped); timed from the first byte written until B's status report (every 100 ms)
-// shows every entry taken by its null sink. Latency: single entries at 1,000 entries/s, each
-// carrying the bench's send time; B prints the raw message and the bench takes the receive time
-// itself, so both ends use one clock. Scenarios: tcp_chain, tcp_chain with mutual TLS, and
-// http_chain at its default batching (flush_interval_ms = 1000). Every step has a deadline.
+// Throughput: node A is file source → chain sink, node B chain source → null. A file of
+// 1,000,000 lines of 200 bytes, written beforehand, is renamed into A's watched directory (a file
+// born after the start is read whole); timed from the rename until B's status report (every
+// 100 ms) shows every entry taken by its null sink. A's chain sink blocks when full, so nothing
+// is dropped. Latency: node A is stdin → chain sink (the file source's fixed 100 ms tail poll
+// would hide the link), B chain source → stdout; single entries at 1,000 entries/s, each carrying
+// the bench's send time; B prints the raw message and the bench takes the receive time itself,
+// so both ends use one clock. Scenarios: tcp_chain, tcp_chain with mutual TLS, and http_chain at
+// its default batching (flush_interval_ms = 1000). Every step has a deadline.
 
+import { mkdirSync, renameSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
-import type { Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { freePort, type RunningNode, spawnNode, tempDir, waitFor } from '../test/helpers/node.js';
 import { makePki, type Pki } from '../test/helpers/pki.js';
-import { benchLine } from './input.js';
+import { writeInput } from './input.js';
 
 const LINES = Number(process.env.BENCH_LINES ?? 1_000_000);
 const LINE_BYTES = 200;
@@ -68,16 +70,20 @@ type = "${sink}"
 `;
 }
 
-function senderToml(s: Scenario, port: number, pki: Pki | undefined): string {
+/** Node A's source: the watched directory (throughput) or stdin (latency). */
+function senderToml(s: Scenario, port: number, pki: Pki | undefined, watch: string | undefined): string {
   const tls =
     s.tls && pki
       ? tomlTls('pipelines.plugin_sinks.config', { ca_file: pki.ca, cert_file: pki.cert('edge'), key_file: pki.key('edge'), server_name: 'localhost' })
       : '';
+  const source = watch
+    ? `type = "file"\n[pipelines.plugin_sources.config]\ndirectory = ${JSON.stringify(watch)}\npattern = "*.log"\nfrom = "start"\ncheck_interval_ms = 50`
+    : 'type = "stdin"';
   return `
 [[pipelines]]
 name = "a"
 [[pipelines.plugin_sources]]
-type = "stdin"
+${source}
 [[pipelines.plugin_sinks]]
 id = "link"
 type = "${s.link}"
@@ -102,14 +108,10 @@ function processedAtB(node: RunningNode): number {
   return 0;
 }
 
-async function writeAll(stdin: Writable, text: string): Promise<void> {
-  if (!stdin.write(text)) await new Promise((resolve) => stdin.once('drain', resolve));
-}
-
-async function pair(s: Scenario, pki: Pki | undefined, dir: ReturnType<typeof tempDir>, sink: 'null' | 'stdout') {
+async function pair(s: Scenario, pki: Pki | undefined, dir: ReturnType<typeof tempDir>, sink: 'null' | 'stdout', watch?: string) {
   const port = await freePort();
   const b = spawnNode(['-c', dir.file(`b-${sink}.toml`, receiverToml(s, port, pki, sink)), '--logging.level=debug']);
-  const a = spawnNode(['-c', dir.file(`a-${sink}.toml`, senderToml(s, port, pki))], { stdin: 'pipe' });
+  const a = spawnNode(['-c', dir.file(`a-${sink}.toml`, senderToml(s, port, pki, watch))], { stdin: watch ? 'ignore' : 'pipe' });
   try {
     await Promise.all([started(b, 'receiver'), started(a, 'sender')]);
   } catch (err) {
@@ -119,18 +121,18 @@ async function pair(s: Scenario, pki: Pki | undefined, dir: ReturnType<typeof te
   return { a, b };
 }
 
-async function throughput(s: Scenario, pki: Pki | undefined, dir: ReturnType<typeof tempDir>): Promise<number> {
-  const { a, b } = await pair(s, pki, dir, 'null');
+async function throughput(s: Scenario, pki: Pki | undefined, dir: ReturnType<typeof tempDir>, input: string, n: number): Promise<number> {
+  const watch = `${dir.path}/watch-${n}`;
+  mkdirSync(watch);
+  const { a, b } = await pair(s, pki, dir, 'null', watch);
   try {
-    const CHUNK = 1000;
-    let block = '';
-    for (let i = 0; i < CHUNK; i++) block += benchLine(i, LINE_BYTES);
     const t0 = performance.now();
-    for (let i = 0; i < LINES; i += CHUNK) await writeAll(a.child.stdin!, i + CHUNK <= LINES ? block : block.slice(0, (LINES - i) * LINE_BYTES));
+    renameSync(input, `${watch}/app.log`);
     await waitFor(() => processedAtB(b) >= LINES, `${s.title}: ${LINES} entries at the receiver`, THROUGHPUT_DEADLINE_MS);
-    return LINES / ((performance.now() - t0) / 1000);
+    const eps = LINES / ((performance.now() - t0) / 1000);
+    renameSync(`${watch}/app.log`, input);
+    return eps;
   } finally {
-    a.child.stdin!.end();
     await Promise.all([a.stop(10_000), b.stop(10_000)]);
   }
 }
@@ -174,8 +176,10 @@ export async function main(): Promise<Result[]> {
   const results: Result[] = [];
   try {
     const pki = makePki(`${dir.path}/pki`, ['relay', 'edge']);
-    for (const s of SCENARIOS) {
-      const eps = await throughput(s, pki, dir);
+    const input = `${dir.path}/input.log`;
+    writeInput(input, LINES, LINE_BYTES);
+    for (const [n, s] of SCENARIOS.entries()) {
+      const eps = await throughput(s, pki, dir, input, n);
       const d = await latency(s, pki, dir);
       results.push({ title: s.title, entriesPerSec: eps, p50: pct(d, 50), p99: pct(d, 99), max: d[d.length - 1] ?? Number.NaN });
       process.stderr.write(`${s.title}: done\n`);
@@ -189,7 +193,7 @@ export async function main(): Promise<Result[]> {
   ];
   const widths = rows[0]!.map((_, c) => Math.max(...rows.map((r) => r[c]!.length)));
   const line = (r: string[]) => `| ${r.map((cell, c) => (c === 0 ? cell.padEnd(widths[c]!) : cell.padStart(widths[c]!))).join(' | ')} |`;
-  console.log(`Chain links: ${LINES.toLocaleString('en-US')} entries of ${LINE_BYTES} bytes (stdin → chain sink → chain source → null); latency at ${LATENCY_RATE} entries/s`);
+  console.log(`Chain links: ${LINES.toLocaleString('en-US')} entries of ${LINE_BYTES} bytes (file → chain sink → chain source → null, two nodes); latency at ${LATENCY_RATE} entries/s (stdin → chain sink → chain source → stdout)`);
   console.log(line(rows[0]!));
   console.log(`|${widths.map((w, c) => (c === 0 ? '-'.repeat(w + 2) : `${'-'.repeat(w + 1)}:`)).join('|')}|`);
   for (const r of rows.slice(1)) console.log(line(r));
