@@ -3,7 +3,7 @@
 
 import { hostname } from 'node:os';
 import type { Entry } from '../core/entry.js';
-import { normaliseLevel } from '../core/entry.js';
+import { isTime, normaliseLevel, parseTime } from '../core/entry.js';
 
 export const PROTOCOL_VERSION = 1;
 
@@ -85,7 +85,7 @@ export function encodeEntry(e: Entry, now: number, fallbackSource: string, out: 
   let time = e.time;
   let source = e.source;
   out.completed = false;
-  if (typeof time !== 'number' || !Number.isFinite(time)) {
+  if (!isTime(time)) {
     time = now;
     out.completed = true;
   }
@@ -111,13 +111,7 @@ export function decodeEntry(line: string, node: string | undefined, now: number,
   if (line.charCodeAt(0) !== 123 /* { */) return undefined;
   const obj = parseJson(line);
   if (!isObject(obj)) return undefined;
-  let time = now;
-  if (typeof obj.time === 'string') {
-    const t = Date.parse(obj.time);
-    if (!Number.isNaN(t)) time = t;
-  } else if (typeof obj.time === 'number' && Number.isFinite(obj.time)) {
-    time = obj.time;
-  }
+  const time = parseTime(obj.time) ?? now;
   const entry: Entry = {
     time,
     source: typeof obj.source === 'string' && obj.source !== '' ? obj.source : fallbackSource,

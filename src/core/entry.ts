@@ -60,8 +60,20 @@ export function detectLevel(line: string): Level | undefined {
   return kv ? normaliseLevel(kv[2]) : undefined;
 }
 
-function parseTime(value: unknown): number | undefined {
-  if (typeof value === 'number' && Number.isFinite(value)) return value;
+/** The largest epoch ms a Date can hold (ECMA-262 §21.4.1.1); past it toISOString() throws. */
+const MAX_TIME_MS = 8.64e15;
+
+/** True for epoch ms that render as RFC 3339 (finite, within the Date range). */
+export function isTime(ms: unknown): ms is number {
+  return typeof ms === 'number' && Number.isFinite(ms) && Math.abs(ms) <= MAX_TIME_MS;
+}
+
+/**
+ * A time value as epoch ms: an RFC 3339 string or epoch ms within the Date range; anything else
+ * (epoch nanoseconds, say) is no time and stays a field.
+ */
+export function parseTime(value: unknown): number | undefined {
+  if (isTime(value)) return value;
   if (typeof value === 'string') {
     const t = Date.parse(value);
     if (!Number.isNaN(t)) return t;

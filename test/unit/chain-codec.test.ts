@@ -71,3 +71,11 @@ test('LineSplitter yields whole lines across chunks, strips CR, and refuses over
   // bytes, not characters: 6 three-byte characters are 18 bytes
   t.false(new LineSplitter(16).push(`${'€'.repeat(6)}\n`, () => {}));
 });
+
+test('an entry time past the Date range is replaced, never thrown on, in both directions', (t) => {
+  const out = { completed: false };
+  const decoded = decodeEntry('{"time":1.7e18,"message":"x"}', 'edge', 5, 'p');
+  t.deepEqual(decoded, { time: 5, node: 'edge', source: 'p', message: 'x' });
+  t.is(encodeEntry({ time: 1.7e18, source: 's', message: 'x' }, Date.UTC(2024, 0, 1), 'p', out), '{"time":"2024-01-01T00:00:00.000Z","source":"s","message":"x"}');
+  t.true(out.completed);
+});

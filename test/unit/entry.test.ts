@@ -1,5 +1,6 @@
 import test from 'ava';
 import { detectLevel, type Level, normaliseLevel, parseLine } from '../../src/core/entry.js';
+import { formatJson } from '../../src/flow/format.js';
 import { LineSplitter } from '../../src/sources/file.js';
 
 const NOW = Date.parse('2024-01-02T03:04:05.006Z');
@@ -120,4 +121,12 @@ test('LineSplitter: over-long lines are cut to max bytes and counted, in one chu
   // never cut inside a character
   const utf = split(['éééééé\n'], 5);
   t.deepEqual(utf.lines, ['éé']);
+});
+
+test('parseLine: a number past the Date range (epoch nanoseconds) is no time and stays a field', (t) => {
+  const ns = 1_700_000_000_123_456_789;
+  const e = parseLine(JSON.stringify({ msg: 'm', time: ns }), 's', NOW, false);
+  t.deepEqual(e, { time: NOW, source: 's', message: 'm', fields: { time: ns } });
+  t.is(formatJson(e), `{"time":"${new Date(NOW).toISOString()}","source":"s","message":"m","fields":{"time":${ns}}}`);
+  t.is(parseLine('{"msg":"m","ts":8640000000000000}', 's', NOW, false).time, 8.64e15);
 });
