@@ -10,8 +10,12 @@ export type PipelinePositions = Record<string, SourcePositions>;
 
 export type ToWorker =
   | { readonly type: 'build'; readonly generation: number; readonly pipeline: PipelineConfig; readonly level: LogLevel | 'silent' }
-  /** `started_at`: when the primary ordered the start (epoch ms), the moment `Starting pipeline` is logged */
-  | { readonly type: 'start'; readonly positions: PipelinePositions; readonly started_at: number }
+  /**
+   * `since`: per source id, when that source's run began (epoch ms): the first start of the
+   * pipeline it belongs to, carried over reloads and crash restarts, so a file born in a handover
+   * counts as new to the successor as it would have to its predecessor.
+   */
+  | { readonly type: 'start'; readonly positions: PipelinePositions; readonly since: Readonly<Record<string, number>> }
   | { readonly type: 'stop'; readonly timeout_ms: number };
 
 export type FromWorker =

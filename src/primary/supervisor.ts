@@ -141,6 +141,8 @@ export class Supervisor {
   private readonly live = new Set<PipelineWorker>();
   /** last reported file positions by pipeline name; the primary's memory only */
   private readonly positions = new Map<string, PipelinePositions>();
+  /** per pipeline name, per source id: when the source's run began (kept over reloads and restarts) */
+  private readonly since = new Map<string, Record<string, number>>();
   private readonly restarts = new Map<string, number>();
   private readonly restartAttempts = new Map<string, number>();
   private readonly restartTimers = new Map<string, NodeJS.Timeout>();
@@ -255,7 +257,12 @@ export class Supervisor {
     pw.state = 'running';
     pw.startedAt = Date.now();
     this.log.info({ pipeline: pw.name, generation: pw.generation }, 'Starting pipeline');
-    pw.send({ type: 'start', positions: this.positions.get(pw.name) ?? {}, started_at: Date.now() });
+    // A source that ran in the predecessor keeps its start time; a new one starts now.
+    const before = this.since.get(pw.name) ?? {};
+    const since: Record<string, number> = {};
+    for (const s of pw.pipeline.plugin_sources) since[s.id] = before[s.id] ?? pw.startedAt;
+    this.since.set(pw.name, since);
+    pw.send({ type: 'start', positions: this.positions.get(pw.name) ?? {}, since });
   }
 
   /** Waits for every worker's `built`, up to the build deadline; rejects with the first failure. */
@@ -347,6 +354,7 @@ export class Supervisor {
     this.current = new Map(fresh.map((w) => [w.name, w]));
     await this.stopWorkers(old);
     for (const name of this.positions.keys()) if (!this.current.has(name)) this.positions.delete(name);
+    for (const name of this.since.keys()) if (!this.current.has(name)) this.since.delete(name);
     this.config = next;
     for (const w of fresh) this.startWorker(w);
     this.log.info({ generation }, 'Configuration reloaded');

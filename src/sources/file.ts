@@ -198,7 +198,8 @@ export const createFileSource: SourceFactory = (plugin, ctx): Source => {
   let resumeFrom: SourcePositions = {};
   let firstScan = true;
   /** when the start was ordered, epoch ms: files born after it are new */
-  let startedAt = Number.POSITIVE_INFINITY;
+  /** when this source's run began, in this worker or a predecessor (see Source.start) */
+  let since = Number.POSITIVE_INFINITY;
   let running = false;
   let paused = false;
   let stopped = false;
@@ -315,9 +316,10 @@ export const createFileSource: SourceFactory = (plugin, ctx): Source => {
       if (firstScan) {
         const pos = positionFor(path, st.ino);
         // a path the predecessor knew under another inode was replaced since: all of it is new;
-        // so is a file born after the start was ordered that this first scan happens to see
-        const bornAfterStart = st.birthtimeMs > 0 && st.birthtimeMs >= startedAt - BIRTH_CLOCK_SLACK_MS;
-        offset = pos ? pos.offset : resumeFrom[path] || cfg.from === 'start' || bornAfterStart ? 0 : st.size;
+        // so is a file born since the run began that no predecessor reported (born during a
+        // handover, or after its last scan) and that this first scan happens to see
+        const bornSince = st.birthtimeMs > 0 && st.birthtimeMs >= since - BIRTH_CLOCK_SLACK_MS;
+        offset = pos ? pos.offset : resumeFrom[path] || cfg.from === 'start' || bornSince ? 0 : st.size;
       }
       await openTail(path, st.ino, offset);
     }
@@ -394,10 +396,10 @@ export const createFileSource: SourceFactory = (plugin, ctx): Source => {
     type: 'file',
     counters,
     pausable: true,
-    start(positions, at) {
+    start(positions, runSince) {
       if (running || stopped) return;
       running = true;
-      startedAt = at;
+      since = runSince;
       resumeFrom = positions;
       run();
       tailTimer = setInterval(run, TAIL_INTERVAL_MS);

@@ -36,8 +36,11 @@ export interface Source {
   /** Build step: bind listeners, read certificates. Not called by `check`. */
   open?(): Promise<void>;
   /** Begin producing, resuming from the positions handed over (file sources). */
-  /** `startedAt`: when the start was ordered (epoch ms); files born after it count as new */
-  start(positions: SourcePositions, startedAt: number): void;
+  /**
+   * `since`: when this source's run began (epoch ms), carried over reloads and restarts; files
+   * born after it that it holds no position for count as new.
+   */
+  start(positions: SourcePositions, since: number): void;
   pause?(): void;
   resume?(): void;
   /** Stop producing and release everything; idempotent. */

@@ -43,7 +43,7 @@ async function onMessage(msg: ToWorker): Promise<void> {
       return;
     }
     case 'start': {
-      pipeline?.start(msg.positions, msg.started_at);
+      pipeline?.start(msg.positions, msg.since);
       statsTimer ??= setInterval(sendStats, STATS_INTERVAL_MS);
       return;
     }

@@ -45,7 +45,8 @@ export interface Pipeline {
   readonly sinks: readonly Sink[];
   /** Build step: bind listeners, open files. */
   open(): Promise<void>;
-  start(positions: PipelinePositions, startedAt: number): void;
+  /** `since`: per source id, when its run began (see the `start` message) */
+  start(positions: PipelinePositions, since: Readonly<Record<string, number>>): void;
   /** Sources stop, queues drain, sinks close, all within `timeoutMs`; returns the entries abandoned. */
   stop(timeoutMs: number): Promise<number>;
   counters(): PipelineCounters;
@@ -207,8 +208,9 @@ export function buildPipeline(cfg: PipelineConfig, opts: BuildOptions): Pipeline
       for (const sink of sinks) await sink.open?.();
       for (const source of sources) await source.open?.();
     },
-    start(positions, startedAt) {
-      for (const source of sources) source.start(positions[source.id] ?? {}, startedAt);
+    start(positions, since) {
+      const now = Date.now();
+      for (const source of sources) source.start(positions[source.id] ?? {}, since[source.id] ?? now);
     },
     stop(timeoutMs) {
       stopped ??= (async () => {

@@ -223,6 +223,47 @@ test.serial('SIGKILL of one pipeline worker: the other goes on without a gap, th
   t.is(await node.stop(), 0);
 });
 
+test.serial('a file born just before a reload or a crash, not yet discovered, is read whole by the successor (from = "end")', async (t) => {
+  const dir = tempDir();
+  t.teardown(() => dir.remove());
+  const logs = join(dir.path, 'logs');
+  (await import('node:fs')).mkdirSync(logs);
+  writeFileSync(join(logs, 'old.log'), 'old-000001\nold-000002\n');
+  // discovery only at start: the running generation never sees a file created after it
+  const cfgFile = dir.file(
+    'node.toml',
+    `[[pipelines]]
+name = "files"
+[[pipelines.plugin_sources]]
+id = "tail"
+type = "file"
+config = { directory = "${logs}", check_interval_ms = 600000 }
+[[pipelines.plugin_sinks]]
+id = "out"
+type = "stdout"
+`,
+  );
+  const node = spawnNode(['-c', cfgFile]);
+  t.teardown(() => node.signal('SIGKILL'));
+  await waitFor(() => node.records.some((r) => r.msg === 'Starting pipeline'), 'started');
+  await sleep(300);
+  writeFileSync(join(logs, 'new.log'), 'new-000001\nnew-000002\n');
+  node.signal('SIGHUP');
+  await waitFor(() => reloaded(node) === 1, 'reloaded');
+  await waitFor(() => countsOf(node.out, 'new').size === 2, 'the new file read by the new generation');
+  await sleep(1500); // a stats message carries new.log's position: the restart must not re-read it
+
+  const [pid] = await childPids(node.child.pid!);
+  writeFileSync(join(logs, 'newer.log'), 'newer-000001\n');
+  process.kill(pid!, 'SIGKILL');
+  await waitFor(() => node.records.some((r) => r.msg === 'Pipeline process exited unexpectedly'), 'crash logged');
+  await waitFor(() => countsOf(node.out, 'newer').size === 1, 'the file born before the crash read by the restarted worker');
+  await sleep(300);
+  assertExactlyOnce(t, node.out, 'new', 2);
+  t.is(countsOf(node.out, 'old').size, 0, 'a file older than the run is still read from its end');
+  t.is(await node.stop(), 0);
+});
+
 test.serial('a worker that crashes in a loop is restarted with growing delays', async (t) => {
   const dir = tempDir();
   t.teardown(() => dir.remove());
