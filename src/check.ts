@@ -5,7 +5,7 @@ import { errorMessage } from './core/errors.js';
 import { createLogger } from './core/log.js';
 import { BuildError, buildPipeline } from './worker/pipeline.js';
 
-/** Every build error of every pipeline, as `pipeline <name>: <error>`. */
+/** Every build error of every pipeline, as `pipeline=<name>: <error>`. */
 export function checkPipelines(config: Config): string[] {
   const log = createLogger('silent', { write() {} });
   const errors: string[] = [];
@@ -14,7 +14,7 @@ export function checkPipelines(config: Config): string[] {
       buildPipeline(p, { log, checkOnly: true, debug: false });
     } catch (err) {
       const list = err instanceof BuildError ? err.errors : [errorMessage(err)];
-      for (const e of list) errors.push(`pipeline ${p.name}: ${e}`);
+      for (const e of list) errors.push(`pipeline=${p.name}: ${e}`);
     }
   }
   return errors;

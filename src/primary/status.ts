@@ -9,7 +9,7 @@ export function startStatusReporter(sup: Supervisor, log: Logger, intervalMs: nu
   const timer = setInterval(() => {
     if (!log.isLevelEnabled('debug')) return;
     const pipelines = sup.statusSnapshot();
-    log.debug({ pipelines: pipelines.length, uptime_seconds: sup.uptimeSeconds(), generation: sup.generation }, 'status report');
+    log.debug({ pipelines: pipelines.length, uptime: sup.uptimeSeconds(), generation: sup.generation }, 'status report');
     for (const p of pipelines) log.debug({ pipeline: p.name, ...flattenCounters(p.counters) }, 'status report');
   }, intervalMs);
   return () => clearInterval(timer);

@@ -21,6 +21,16 @@ const STOP_GRACE_MS = 2000;
 
 type WorkerState = 'building' | 'built' | 'running' | 'stopping' | 'exited';
 
+/** A pipeline that failed to build; the message names it as `pipeline=<name>` (DESIGN.md §3). */
+class PipelineBuildError extends Error {
+  constructor(
+    readonly pipeline: string,
+    readonly reason: string,
+  ) {
+    super(`pipeline=${pipeline}: ${reason}`);
+  }
+}
+
 interface StopResult {
   readonly abandoned: number;
   readonly clean: boolean;
@@ -35,6 +45,8 @@ class PipelineWorker {
   ready = false;
   private stopTimeoutMs = 0;
   startedAt = 0;
+  /** how it exited, once it has */
+  exit: { code: number | null; signal: string | null } | undefined;
   counters: PipelineCounters | undefined;
   readonly built: Promise<void>;
   readonly exited: Promise<{ code: number | null; signal: string | null }>;
@@ -89,6 +101,7 @@ class PipelineWorker {
 
   onExit(code: number | null, signal: string | null): void {
     this.state = 'exited';
+    this.exit = { code, signal };
     // No-op when already built; otherwise whoever waits for `built` learns now, not at the deadline.
     this.rejectBuilt(new Error(`pipeline process exited during build (code ${code}, signal ${signal})`));
   }
@@ -123,6 +136,9 @@ class PipelineWorker {
     if (this.state !== 'exited') this.worker.process.kill('SIGKILL');
   }
 }
+
+/** The reason alone, for records that carry the pipeline in their own field. */
+const buildFailure = (err: unknown) => (err instanceof PipelineBuildError ? err.reason : errorMessage(err));
 
 export interface SupervisorOptions {
   readonly log: ServiceLog;
@@ -214,10 +230,15 @@ export class Supervisor {
   }
 
   private onExit(pw: PipelineWorker, code: number | null, signal: string | null): void {
+    // A worker that dies built but not yet started is a crash too; startWorker() handles it.
     if (pw.planned || this.shuttingDown || this.current.get(pw.name) !== pw || pw.startedAt === 0) return;
+    this.crashed(pw, code, signal, Date.now() - pw.startedAt);
+  }
+
+  private crashed(pw: PipelineWorker, code: number | null, signal: string | null, ranMs: number): void {
     this.log.error({ pipeline: pw.name, code: signal ? null : code, signal: signal ?? null }, 'Pipeline process exited unexpectedly');
     this.restarts.set(pw.name, (this.restarts.get(pw.name) ?? 0) + 1);
-    this.scheduleRestart(pw.pipeline, Date.now() - pw.startedAt);
+    this.scheduleRestart(pw.pipeline, ranMs);
   }
 
   private scheduleRestart(pipeline: PipelineConfig, ranMs: number): void {
@@ -241,7 +262,7 @@ export class Supervisor {
     try {
       await this.awaitBuilt([pw]);
     } catch (err) {
-      this.log.error({ pipeline: pipeline.name, error: errorMessage(err) }, 'Failed to create pipeline');
+      this.log.error({ pipeline: pipeline.name, error: buildFailure(err) }, 'Failed to create pipeline');
       pw.kill();
       if (!this.shuttingDown && this.current.get(pipeline.name) === pw) this.scheduleRestart(pipeline, 0);
       return;
@@ -254,6 +275,11 @@ export class Supervisor {
   }
 
   private startWorker(pw: PipelineWorker): void {
+    if (pw.state === 'exited') {
+      // It died while waiting for its start (during the old generation's drain, say).
+      this.crashed(pw, pw.exit?.code ?? null, pw.exit?.signal ?? null, 0);
+      return;
+    }
     pw.state = 'running';
     pw.startedAt = Date.now();
     this.log.info({ pipeline: pw.name, generation: pw.generation }, 'Starting pipeline');
@@ -265,14 +291,25 @@ export class Supervisor {
     pw.send({ type: 'start', positions: this.positions.get(pw.name) ?? {}, since });
   }
 
-  /** Waits for every worker's `built`, up to the build deadline; rejects with the first failure. */
+  /**
+   * Waits for every worker's `built`, up to the build deadline; rejects with a PipelineBuildError
+   * naming the first pipeline that failed (or the first still building at the deadline).
+   */
   private async awaitBuilt(workers: readonly PipelineWorker[]): Promise<void> {
     let timer: NodeJS.Timeout | undefined;
     const deadline = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`build deadline of ${BUILD_DEADLINE_MS} ms passed`)), BUILD_DEADLINE_MS);
+      timer = setTimeout(() => {
+        const late = workers.find((w) => w.state === 'building') ?? workers[0]!;
+        reject(new PipelineBuildError(late.name, `build deadline of ${BUILD_DEADLINE_MS} ms passed`));
+      }, BUILD_DEADLINE_MS);
     });
+    const built = workers.map((w) =>
+      w.built.catch((err: unknown) => {
+        throw new PipelineBuildError(w.name, errorMessage(err));
+      }),
+    );
     try {
-      await Promise.race([Promise.all(workers.map((w) => w.built)), deadline]);
+      await Promise.race([Promise.all(built), deadline]);
     } finally {
       clearTimeout(timer);
     }
@@ -285,14 +322,14 @@ export class Supervisor {
   async start(): Promise<boolean> {
     this.generation = 1;
     const workers = this.config.pipelines.map((p) => this.fork(p, this.generation));
-    const results = await Promise.allSettled(workers.map((w) => Promise.race([w.built, this.awaitBuilt([w])])));
+    const results = await Promise.allSettled(workers.map((w) => this.awaitBuilt([w])));
     // A signal during start: shutdown() is already stopping these workers.
     if (this.shuttingDown) return true;
     let ok = true;
     results.forEach((r, i) => {
       if (r.status === 'rejected') {
         ok = false;
-        this.log.error({ pipeline: workers[i]!.name, error: errorMessage(r.reason) }, 'Failed to create pipeline');
+        this.log.error({ pipeline: workers[i]!.name, error: buildFailure(r.reason) }, 'Failed to create pipeline');
       }
     });
     if (!ok) {
@@ -334,8 +371,7 @@ export class Supervisor {
     try {
       await this.awaitBuilt(fresh);
     } catch (err) {
-      const failed = fresh.find((w) => w.state === 'building');
-      const error = failed ? `pipeline ${failed.name}: ${errorMessage(err)}` : errorMessage(err);
+      const error = errorMessage(err);
       // The failed generation is gone before the record says so: only the old one runs.
       for (const w of fresh) w.kill();
       await Promise.all(fresh.map((w) => w.exited));

@@ -3,7 +3,7 @@
 import { appendFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import test from 'ava';
-import { childPids, isAlive, type RunningNode, sleep, spawnNode, tempDir, waitFor } from '../helpers/node.js';
+import { childPids, freePort, isAlive, type RunningNode, sleep, spawnNode, tempDir, waitFor } from '../helpers/node.js';
 
 const filePipeline = (name: string, dir: string, filter = 'NEVER-MATCHES') => `
 [[pipelines]]
@@ -148,7 +148,7 @@ config = { host = "127.0.0.1", port = 0 }
     () => node.records.find((r) => r.msg === 'Failed to bootstrap new service, keeping old service running'),
     'reload failure logged',
   );
-  t.regex(String(failure.error), /port: must be 1 to 65535, got 0/);
+  t.regex(String(failure.error), /^pipeline=b: .*port: must be 1 to 65535, got 0/);
   t.is(failure.level, 'error');
   const seen = node.out.length;
   await waitFor(() => node.out.slice(seen).filter((l) => l.split(' ').length === 5).length >= 5, 'pipeline b still delivers');
@@ -262,6 +262,42 @@ type = "stdout"
   assertExactlyOnce(t, node.out, 'new', 2);
   t.is(countsOf(node.out, 'old').size, 0, 'a file older than the run is still read from its end');
   t.is(await node.stop(), 0);
+});
+
+test.serial('a new-generation worker that dies after its build, while the old one drains, counts as a crash and is restarted', async (t) => {
+  const dir = tempDir();
+  t.teardown(() => dir.remove());
+  const deadPort = await freePort();
+  // the chain sink to a dead port holds entries, so the old generation drains for the whole timeout
+  const cfgFile = dir.file(
+    'node.toml',
+    `shutdown_timeout_ms = 4000
+status_interval_ms = 300
+${randomPipeline('p', 3)}[[pipelines.plugin_sinks]]
+id = "link"
+type = "tcp_chain"
+config = { host = "127.0.0.1", port = ${deadPort} }
+`,
+  );
+  const node = spawnNode(['-c', cfgFile, '--logging.level=debug']);
+  t.teardown(() => node.signal('SIGKILL'));
+  await waitFor(() => node.records.some((r) => r.msg === 'Starting pipeline'), 'started');
+  const [oldPid] = await childPids(node.child.pid!);
+  node.signal('SIGHUP');
+  // both generations logged their two sinks: the new worker has built (its records precede `built`)
+  await waitFor(() => node.records.filter((r) => r.msg === 'Created sink instance').length === 4, 'new generation built');
+  await sleep(300);
+  const fresh = (await childPids(node.child.pid!)).find((p) => p !== oldPid);
+  t.truthy(fresh, 'a new worker beside the draining one');
+  t.true(isAlive(oldPid!), 'the old generation is still draining');
+  process.kill(fresh!, 'SIGKILL');
+  const crash = await waitFor(() => node.records.find((r) => r.msg === 'Pipeline process exited unexpectedly'), 'crash logged', 30_000);
+  t.is(crash.pipeline, 'p');
+  t.is(crash.signal, 'SIGKILL');
+  const after = node.out.length;
+  await waitFor(() => node.out.length > after + 5, 'the restarted pipeline delivers', 30_000);
+  await waitFor(() => node.records.some((r) => r.msg === 'status report' && r.pipeline === 'p' && r.restarts === 1), 'restarts counted');
+  t.is(await node.stop(), 1, 'the chain sink still holds entries at shutdown');
 });
 
 test.serial('a worker that crashes in a loop is restarted with growing delays', async (t) => {
@@ -388,10 +424,10 @@ config = { port = 70000 }
   const failing = spawnNode(['check', '-c', bad]);
   t.is((await failing.exited).code, 78);
   const text = failing.errText.join('\n');
-  t.regex(text, /pipeline a: filters\[0\]\.patterns\[1\]: invalid regular expression/);
-  t.regex(text, /pipeline a: failed to create sink out: target: must be one of/);
-  t.regex(text, /pipeline a: failed to create source random: interval_ms: must be >= 1, got 0/);
-  t.regex(text, /pipeline b: failed to create sink net: port: must be 1 to 65535, got 70000/);
+  t.regex(text, /pipeline=a: filters\[0\]\.patterns\[1\]: invalid regular expression/);
+  t.regex(text, /pipeline=a: failed to create sink out: target: must be one of/);
+  t.regex(text, /pipeline=a: failed to create source random: interval_ms: must be >= 1, got 0/);
+  t.regex(text, /pipeline=b: failed to create sink net: port: must be 1 to 65535, got 70000/);
 });
 
 test.serial('auto_reload: an edit reloads, an unchanged effective configuration does nothing', async (t) => {

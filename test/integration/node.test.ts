@@ -174,6 +174,7 @@ test.serial('status reports carry every pipeline counter and the counters advanc
   const summary = node.records.find((r) => r.msg === 'status report' && r.pipeline === undefined);
   t.is(summary?.pipelines, 2);
   t.is(typeof summary?.generation, 'number');
+  t.is(typeof summary?.uptime, 'number', 'uptime, in whole seconds');
   for (const name of ['a', 'b']) {
     const rs = reports(name);
     const last = rs.at(-1)!;
