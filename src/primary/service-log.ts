@@ -5,6 +5,7 @@ import { once } from 'node:events';
 import { join } from 'node:path';
 import pino, { type DestinationStream } from 'pino';
 import type { LoggingConfig } from '../config/schema.js';
+import { chunkLines, PIPE_BUF } from '../core/lines.js';
 import { createLogger, type Logger } from '../core/log.js';
 import { pruneRotated } from '../core/prune.js';
 
@@ -50,7 +51,10 @@ export function createServiceLog(cfg: LoggingConfig, quiet: boolean): ServiceLog
     logger,
     level: cfg.level,
     writeLines(lines) {
-      if (lines.length > 0) dest.write(`${lines.join('\n')}\n`);
+      if (lines.length === 0) return;
+      // stdout and stderr may be a pipe shared with the workers' stdout sinks: never tear a line
+      if (cfg.output === 'file') dest.write(`${lines.join('\n')}\n`);
+      else for (const chunk of chunkLines(lines, PIPE_BUF)) dest.write(chunk);
     },
     async close() {
       if (pruneTimer) clearInterval(pruneTimer);

@@ -2,35 +2,16 @@
 // which the kernel writes atomically, so several workers sharing stdout never tear a line.
 
 import { fstatSync } from 'node:fs';
+import { chunkLines, PIPE_BUF } from '../core/lines.js';
 import { pluginConfig, SINK_QUEUE_FIELDS } from '../core/plugin-config.js';
 import type { OnFull, Sink, SinkFactory } from './types.js';
 
-const PIPE_BUF = 4096;
 const CHUNK = 65536;
 
 interface StdoutConfig {
   readonly target: 'stdout' | 'stderr';
   readonly buffer_size: number;
   readonly on_full: OnFull;
-}
-
-/** Groups lines (each plus `\n`) into chunks of at most `limit` bytes; a longer line goes alone. */
-export function chunkLines(lines: readonly string[], limit: number): string[] {
-  const chunks: string[] = [];
-  let cur = '';
-  let curBytes = 0;
-  for (const line of lines) {
-    const bytes = Buffer.byteLength(line) + 1;
-    if (curBytes > 0 && curBytes + bytes > limit) {
-      chunks.push(cur);
-      cur = '';
-      curBytes = 0;
-    }
-    cur += `${line}\n`;
-    curBytes += bytes;
-  }
-  if (curBytes > 0) chunks.push(cur);
-  return chunks;
 }
 
 export const createStdoutSink: SinkFactory = (plugin): Sink => {

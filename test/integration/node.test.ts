@@ -255,3 +255,48 @@ test.serial('rotated service log files older than retention_hours are removed', 
   t.true(readdirSync(dir.path).includes('svc.2.log'), 'a rotated file within retention is kept');
   t.is(await node.stop(), 0, JSON.stringify(node.records.filter((r) => r.level !== 'info')));
 });
+
+test.serial('service log on stdout shares the pipe with stdout sinks without tearing a line, even when the reader stalls', async (t) => {
+  const dir = tempDir();
+  t.teardown(() => dir.remove());
+  // Every entry passes a filter, so at debug level each adds a forwarded service log line.
+  const file = dir.file(
+    'shared.toml',
+    `[[pipelines]]
+name = "noisy"
+[[pipelines.flow.filters]]
+type = "exclude"
+patterns = ["NEVER-MATCHES"]
+[[pipelines.plugin_sources]]
+type = "random"
+config = { interval_ms = 1, entries_per_tick = 20, length = 30 }
+[[pipelines.plugin_sinks]]
+id = "out"
+type = "stdout"
+config = { buffer_size = 100000, on_full = "block" }
+`,
+  );
+  const node = spawnNode(['-c', file, '--logging.output=stdout', '--logging.level=debug']);
+  t.teardown(() => node.signal('SIGKILL'));
+  await waitFor(() => node.out.some((l) => l.startsWith('{') && l.includes('Starting pipeline')), 'started');
+  // A stalled reader fills the pipe, so big writes would be split and interleaved.
+  for (let i = 0; i < 3; i++) {
+    node.child.stdout!.pause();
+    await sleep(700);
+    node.child.stdout!.resume();
+    await sleep(300);
+  }
+  t.is(await node.stop(), 0);
+  const records = node.out.filter((l) => l.startsWith('{'));
+  const entries = node.out.filter((l) => !l.startsWith('{'));
+  t.true(records.length > 1000 && entries.length > 1000, `${records.length} service log lines and ${entries.length} entries`);
+  const torn = [...records.filter((l) => {
+    try {
+      JSON.parse(l);
+      return false;
+    } catch {
+      return true;
+    }
+  }), ...entries.filter((l) => l.includes('{"'))];
+  t.deepEqual(torn.slice(0, 3), [], `${torn.length} torn lines`);
+});
