@@ -58,6 +58,8 @@ class PipelineWorker {
     readonly worker: Worker,
     readonly pipeline: PipelineConfig,
     readonly generation: number,
+    /** the service log level its configuration asks for */
+    readonly level: LogLevel | 'silent',
   ) {
     this.built = new Promise((resolve, reject) => {
       this.resolveBuilt = resolve;
@@ -80,10 +82,10 @@ class PipelineWorker {
   }
 
   /** First order once the worker listens: build, or stop if a stop was asked for meanwhile. */
-  onReady(level: LogLevel | 'silent'): void {
+  onReady(): void {
     this.ready = true;
     if (this.planned) this.send({ type: 'stop', timeout_ms: this.stopTimeoutMs });
-    else this.send({ type: 'build', generation: this.generation, pipeline: this.pipeline, level });
+    else this.send({ type: 'build', generation: this.generation, pipeline: this.pipeline, level: this.level });
   }
 
   onBuilt(): void {
@@ -187,9 +189,10 @@ export class Supervisor {
     return out;
   }
 
-  private fork(pipeline: PipelineConfig, generation: number): PipelineWorker {
+  /** `config`: the configuration the worker's generation belongs to (for its `quiet`). */
+  private fork(pipeline: PipelineConfig, generation: number, config: Config = this.config): PipelineWorker {
     const worker = cluster.fork();
-    const pw = new PipelineWorker(worker, pipeline, generation);
+    const pw = new PipelineWorker(worker, pipeline, generation, this.opts.log.levelFor(config.quiet));
     this.live.add(pw);
     worker.on('message', (msg: unknown) => {
       if (isFromWorker(msg)) this.onMessage(pw, msg);
@@ -206,7 +209,7 @@ export class Supervisor {
   private onMessage(pw: PipelineWorker, msg: FromWorker): void {
     switch (msg.type) {
       case 'ready':
-        pw.onReady(this.opts.log.level);
+        pw.onReady();
         return;
       case 'log':
         this.opts.log.writeLines(msg.lines);
@@ -367,7 +370,7 @@ export class Supervisor {
       return;
     }
     const generation = this.generation + 1;
-    const fresh = next.pipelines.map((p) => this.fork(p, generation));
+    const fresh = next.pipelines.map((p) => this.fork(p, generation, next));
     try {
       await this.awaitBuilt(fresh);
     } catch (err) {
@@ -392,6 +395,7 @@ export class Supervisor {
     for (const name of this.positions.keys()) if (!this.current.has(name)) this.positions.delete(name);
     for (const name of this.since.keys()) if (!this.current.has(name)) this.since.delete(name);
     this.config = next;
+    this.opts.log.setQuiet(next.quiet);
     for (const w of fresh) this.startWorker(w);
     this.log.info({ generation }, 'Configuration reloaded');
     this.opts.onReloaded?.(next);

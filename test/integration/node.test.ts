@@ -102,6 +102,30 @@ test.serial('LOGGING_LEVEL=debug and --logging.level=debug take effect; LOGRELAY
   t.deepEqual(debugRecords(quiet.records), []);
 });
 
+test.serial('quiet is re-applied on reload: the service log (and the workers\' lines) stop, then come back', async (t) => {
+  const dir = tempDir();
+  t.teardown(() => dir.remove());
+  const file = dir.file('rq.toml', `status_interval_ms = 100\nquiet = false\n${randomPipeline('a', 3)}`);
+  const node = spawnNode(['-c', file, '--logging.level=debug']);
+  t.teardown(() => node.signal('SIGKILL'));
+  await waitFor(() => node.records.some((r) => r.msg === 'status report'), 'status reports while not quiet');
+  writeFileSync(file, `status_interval_ms = 100\nquiet = true\n${randomPipeline('a', 3)}`);
+  node.signal('SIGHUP');
+  // the new generation is started after quiet took effect: its worker's records never come
+  await waitFor(async () => (await childPids(node.child.pid!)).length === 1 && node.out.length > 0, 'one worker after the reload');
+  await sleep(1500); // the old generation's last lines may still come
+  const mutedAt = node.records.length;
+  const outAt = node.out.length;
+  await sleep(1000); // ten status intervals
+  t.is(node.records.length, mutedAt, 'nothing logged while quiet');
+  t.true(node.out.length > outAt, 'entries still flow');
+  writeFileSync(file, `status_interval_ms = 100\nquiet = false\n${randomPipeline('a', 3)}`);
+  node.signal('SIGHUP');
+  await waitFor(() => node.records.slice(mutedAt).some((r) => r.msg === 'status report'), 'status reports again');
+  t.true(node.records.slice(mutedAt).some((r) => r.msg === 'Created sink instance'), 'the new worker logs again');
+  t.is(await node.stop(), 0);
+});
+
 test.serial('QUIET=true silences the service log while entries flow; logging.output = "stdout" moves it to stdout', async (t) => {
   const dir = tempDir();
   t.teardown(() => dir.remove());
