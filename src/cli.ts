@@ -15,8 +15,9 @@ const COMMANDS = ['run', 'check', 'tail'];
 
 const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
 
-function fail(code: number, message: string): never {
-  process.stderr.write(`logrelay: ${message}\n`);
+/** Prints each message as its own `logrelay: …` line on stderr and exits with `code`. */
+function fail(code: number, ...messages: readonly string[]): never {
+  for (const message of messages) process.stderr.write(`logrelay: ${message}\n`);
   process.exit(code);
 }
 
@@ -24,12 +25,12 @@ function load(file: string | undefined, flags: Overrides): Config {
   return loadConfig({ file, env: process.env, flags });
 }
 
-/** Loads the configuration at start; a configuration fault exits 78 with the key path. */
+/** Loads the configuration (start and `check`); configuration faults exit 78, one line each with its key path. */
 function loadOrExit(file: string | undefined, flags: Overrides): Config {
   try {
     return load(file, flags);
   } catch (err) {
-    if (err instanceof ConfigError) fail(EXIT_CONFIG, `configuration error: ${err.message}`);
+    if (err instanceof ConfigError) fail(EXIT_CONFIG, ...err.messages.map((m) => `configuration error: ${m}`));
     throw err;
   }
 }

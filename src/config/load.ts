@@ -3,7 +3,7 @@
 
 import { readFileSync } from 'node:fs';
 import { parse as parseToml } from 'smol-toml';
-import { ConfigError, errorMessage } from '../core/errors.js';
+import { ConfigError, errorMessage, throwConfigFaults } from '../core/errors.js';
 import { type Config, CONFIG_FIELDS, DEMO_CONFIG } from './schema.js';
 import { arrayPaths, checkFields, isPlainObject, parseScalar, scalarPaths, type Spec } from './spec.js';
 import { validateConfig } from './validate.js';
@@ -57,6 +57,7 @@ function setPath(root: Record<string, unknown>, dotted: string, value: unknown):
 /** Environment overrides: `LOGGING_LEVEL` → `logging.level`, derived from the schema (no prefix). */
 export function envOverrides(env: NodeJS.ProcessEnv): Map<string, string | number | boolean> {
   const out = new Map<string, string | number | boolean>();
+  const faults: ConfigError[] = [];
   for (const [path, spec] of SCALAR_PATHS) {
     const name = path.toUpperCase().replaceAll('.', '_');
     const raw = env[name];
@@ -64,9 +65,10 @@ export function envOverrides(env: NodeJS.ProcessEnv): Map<string, string | numbe
     try {
       out.set(path, parseScalar(spec, raw));
     } catch (err) {
-      throw new ConfigError(path, `environment variable ${name}: ${errorMessage(err)}`);
+      faults.push(new ConfigError(path, `environment variable ${name}: ${errorMessage(err)}`));
     }
   }
+  throwConfigFaults(faults);
   return out;
 }
 
@@ -77,7 +79,12 @@ export interface LoadOptions {
   readonly flags: Overrides;
 }
 
-/** Reads and validates the whole configuration. Throws ConfigError naming the key path. */
+/**
+ * Reads and validates the whole configuration. Throws a ConfigError naming the key path: the
+ * first fault for an unreadable file, a TOML syntax error or a missing `${VAR}` (nothing after
+ * them can be checked); else every fault of the first stage that has any (environment overrides,
+ * schema, cross-checks), in file order, as a ConfigErrors when there are several.
+ */
 export function loadConfig(opts: LoadOptions): Config {
   let raw: Record<string, unknown>;
   if (opts.file === undefined) {
@@ -99,5 +106,7 @@ export function loadConfig(opts: LoadOptions): Config {
   for (const [path, value] of envOverrides(opts.env)) setPath(raw, path, value);
   for (const [path, value] of opts.flags) setPath(raw, path, value);
   const config = checkFields(CONFIG_FIELDS, raw, '') as unknown as Config;
+  // Cross-checks run only on a configuration the schema passed: they compare typed names and
+  // ports, and a clash reported next to the schema fault that caused it would only mislead.
   return validateConfig(config);
 }

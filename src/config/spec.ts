@@ -1,7 +1,8 @@
 // A small declarative schema: validates plain TOML data into typed values with defaults,
 // refusing unknown keys with their full path. Used for the top-level file and for plugin configs.
+// A pass collects every fault it finds rather than stopping at the first.
 
-import { ConfigError } from '../core/errors.js';
+import { ConfigError, throwConfigFaults } from '../core/errors.js';
 
 export type Spec =
   | { readonly t: 'string'; readonly def?: string; readonly required?: boolean; readonly oneOf?: readonly string[]; readonly nonEmpty?: boolean }
@@ -37,46 +38,50 @@ export function isPlainObject(value: unknown): value is Record<string, unknown> 
   return typeof value === 'object' && value !== null && !Array.isArray(value) && !(value instanceof Date);
 }
 
-/** Validates `value` against `spec` at `path`; returns the value with defaults applied, frozen. */
-export function check(spec: Spec, value: unknown, path: string): unknown {
+/** Where a validation pass records its faults instead of throwing at the first one. */
+type Faults = ConfigError[];
+
+/**
+ * Validates `value` against `spec` at `path`; returns the value with defaults applied, frozen.
+ * A fault is pushed to `faults` (the result is then undefined or partial) and checking goes on.
+ */
+function check(spec: Spec, value: unknown, path: string, faults: Faults): unknown {
+  const fault = (reason: string, at = path): undefined => {
+    faults.push(new ConfigError(at, reason));
+    return undefined;
+  };
   switch (spec.t) {
     case 'string': {
-      if (value === undefined) {
-        if (spec.required) throw new ConfigError(path, 'is required');
-        return spec.def;
-      }
-      if (typeof value !== 'string') throw new ConfigError(path, `must be a string, got ${typeName(value)}`);
+      if (value === undefined) return spec.required ? fault('is required') : spec.def;
+      if (typeof value !== 'string') return fault(`must be a string, got ${typeName(value)}`);
       if (spec.oneOf && !spec.oneOf.includes(value)) {
-        throw new ConfigError(path, `must be one of ${spec.oneOf.map((v) => JSON.stringify(v)).join(', ')}, got ${JSON.stringify(value)}`);
+        return fault(`must be one of ${spec.oneOf.map((v) => JSON.stringify(v)).join(', ')}, got ${JSON.stringify(value)}`);
       }
-      if (spec.nonEmpty && value === '') throw new ConfigError(path, 'must not be empty');
+      if (spec.nonEmpty && value === '') return fault('must not be empty');
       return value;
     }
     case 'number': {
-      if (value === undefined) {
-        if (spec.required) throw new ConfigError(path, 'is required');
-        return spec.def;
-      }
+      if (value === undefined) return spec.required ? fault('is required') : spec.def;
       if (typeof value === 'bigint') value = Number(value);
-      if (typeof value !== 'number' || Number.isNaN(value)) throw new ConfigError(path, `must be a number, got ${typeName(value)}`);
-      if (spec.int && !Number.isInteger(value)) throw new ConfigError(path, `must be an integer, got ${value}`);
+      if (typeof value !== 'number' || Number.isNaN(value)) return fault(`must be a number, got ${typeName(value)}`);
+      if (spec.int && !Number.isInteger(value)) return fault(`must be an integer, got ${value}`);
       if (spec.min !== undefined && spec.max !== undefined && (value < spec.min || value > spec.max)) {
-        throw new ConfigError(path, `must be ${spec.min} to ${spec.max}, got ${value}`);
+        return fault(`must be ${spec.min} to ${spec.max}, got ${value}`);
       }
-      if (spec.min !== undefined && value < spec.min) throw new ConfigError(path, `must be >= ${spec.min}, got ${value}`);
-      if (spec.max !== undefined && value > spec.max) throw new ConfigError(path, `must be <= ${spec.max}, got ${value}`);
+      if (spec.min !== undefined && value < spec.min) return fault(`must be >= ${spec.min}, got ${value}`);
+      if (spec.max !== undefined && value > spec.max) return fault(`must be <= ${spec.max}, got ${value}`);
       return value;
     }
     case 'boolean': {
       if (value === undefined) return spec.def;
-      if (typeof value !== 'boolean') throw new ConfigError(path, `must be a boolean, got ${typeName(value)}`);
+      if (typeof value !== 'boolean') return fault(`must be a boolean, got ${typeName(value)}`);
       return value;
     }
     case 'strings': {
       if (value === undefined) return Object.freeze([...(spec.def ?? [])]);
-      if (!Array.isArray(value)) throw new ConfigError(path, `must be an array of strings, got ${typeName(value)}`);
+      if (!Array.isArray(value)) return fault(`must be an array of strings, got ${typeName(value)}`);
       value.forEach((item, i) => {
-        if (typeof item !== 'string') throw new ConfigError(joinPath(path, i), `must be a string, got ${typeName(item)}`);
+        if (typeof item !== 'string') fault(`must be a string, got ${typeName(item)}`, joinPath(path, i));
       });
       return Object.freeze([...value]);
     }
@@ -85,33 +90,54 @@ export function check(spec: Spec, value: unknown, path: string): unknown {
         if (spec.optional) return undefined;
         value = {};
       }
-      return checkFields(spec.fields, value, path);
+      return checkTable(spec.fields, value, path, faults);
     }
     case 'tables': {
       if (value === undefined) value = [];
-      if (!Array.isArray(value)) throw new ConfigError(path, `must be an array of tables, got ${typeName(value)}`);
-      if (spec.min !== undefined && value.length < spec.min) throw new ConfigError(path, `needs at least ${spec.min} entr${spec.min === 1 ? 'y' : 'ies'}`);
-      return Object.freeze(value.map((item, i) => checkFields(spec.fields, item, joinPath(path, i))));
+      if (!Array.isArray(value)) return fault(`must be an array of tables, got ${typeName(value)}`);
+      if (spec.min !== undefined && value.length < spec.min) fault(`needs at least ${spec.min} entr${spec.min === 1 ? 'y' : 'ies'}`);
+      return Object.freeze(value.map((item, i) => checkTable(spec.fields, item, joinPath(path, i), faults)));
     }
     case 'free': {
       if (value === undefined) return Object.freeze({});
-      if (!isPlainObject(value)) throw new ConfigError(path, `must be a table, got ${typeName(value)}`);
+      if (!isPlainObject(value)) return fault(`must be a table, got ${typeName(value)}`);
       return value;
     }
   }
 }
 
-export function checkFields(fields: Fields, value: unknown, path: string): Readonly<Record<string, unknown>> {
-  if (!isPlainObject(value)) throw new ConfigError(path, `must be a table, got ${typeName(value)}`);
+/**
+ * Checks a table's keys in the order the file gives them (so faults come out in file order),
+ * then the keys it leaves out (defaults, or `is required`); the result keeps the schema's key order.
+ */
+function checkTable(fields: Fields, value: unknown, path: string, faults: Faults): Readonly<Record<string, unknown>> | undefined {
+  if (!isPlainObject(value)) {
+    faults.push(new ConfigError(path, `must be a table, got ${typeName(value)}`));
+    return undefined;
+  }
+  const checked = new Map<string, unknown>();
   for (const key of Object.keys(value)) {
-    if (!(key in fields)) throw new ConfigError(joinPath(path, key), 'unknown key');
+    const spec = Object.hasOwn(fields, key) ? fields[key] : undefined; // not `toString` and the like
+    if (spec === undefined) faults.push(new ConfigError(joinPath(path, key), 'unknown key'));
+    else checked.set(key, check(spec, value[key], joinPath(path, key), faults));
   }
   const out: Record<string, unknown> = {};
   for (const [key, spec] of Object.entries(fields)) {
-    const v = check(spec, value[key], joinPath(path, key));
+    const v = checked.has(key) ? checked.get(key) : check(spec, undefined, joinPath(path, key), faults);
     if (v !== undefined) out[key] = v;
   }
   return Object.freeze(out);
+}
+
+/**
+ * Validates a table against `fields`; returns it with defaults applied, frozen. Throws every fault
+ * found, in file order: a single ConfigError, or a ConfigErrors when there are several.
+ */
+export function checkFields(fields: Fields, value: unknown, path: string): Readonly<Record<string, unknown>> {
+  const faults: Faults = [];
+  const out = checkTable(fields, value, path, faults);
+  throwConfigFaults(faults);
+  return out!;
 }
 
 /** Every scalar key path outside arrays, with its spec: the source of env and flag overrides. */

@@ -1,7 +1,7 @@
 // Cross-checks the schema cannot express: unique names and ids, one stdin, and no two listeners
 // on one host:port (workers share listening handles through the primary, so the OS would not refuse it).
 
-import { ConfigError } from '../core/errors.js';
+import { ConfigError, throwConfigFaults } from '../core/errors.js';
 import type { Config, PipelineConfig, PluginConfig } from './schema.js';
 import { joinPath } from './spec.js';
 
@@ -13,17 +13,12 @@ const LISTENERS: Readonly<Record<'source' | 'sink', ReadonlySet<string>>> = {
 
 const WILDCARD = new Set(['0.0.0.0', '::', '']);
 
-function withIds(plugins: readonly PluginConfig[], path: string): PluginConfig[] {
-  const seen = new Set<string>();
-  return plugins.map((p, i) => {
-    const id = p.id ?? p.type;
-    if (seen.has(id)) throw new ConfigError(joinPath(joinPath(path, i), 'id'), `duplicate id ${JSON.stringify(id)}`);
-    seen.add(id);
-    return Object.freeze({ ...p, id });
-  });
-}
-
+/**
+ * Runs on a configuration that passed the schema check (loadConfig calls it only then), so names,
+ * types and ports are typed. Collects every clash, in file order, and throws them together.
+ */
 export function validateConfig(config: Config): Config {
+  const faults: ConfigError[] = [];
   const names = new Set<string>();
   const listeners: { host: string; port: number; where: string }[] = [];
   const fileSinks = new Map<string, string>();
@@ -31,35 +26,40 @@ export function validateConfig(config: Config): Config {
 
   const pipelines = config.pipelines.map((p, i): PipelineConfig => {
     const at = joinPath('pipelines', i);
-    if (names.has(p.name)) throw new ConfigError(joinPath(at, 'name'), `duplicate pipeline name ${JSON.stringify(p.name)}`);
+    if (names.has(p.name)) faults.push(new ConfigError(joinPath(at, 'name'), `duplicate pipeline name ${JSON.stringify(p.name)}`));
     names.add(p.name);
-    const sources = withIds(p.plugin_sources, joinPath(at, 'plugin_sources'));
-    const sinks = withIds(p.plugin_sinks, joinPath(at, 'plugin_sinks'));
-    const scan = (kind: 'source' | 'sink', list: PluginConfig[], key: string) =>
-      list.forEach((plugin, j) => {
+    const scan = (kind: 'source' | 'sink', key: string): PluginConfig[] => {
+      const ids = new Set<string>();
+      return (kind === 'source' ? p.plugin_sources : p.plugin_sinks).map((plugin, j) => {
         const pluginAt = joinPath(joinPath(at, key), j);
         const where = joinPath(pluginAt, 'config');
         const cfg = plugin.config;
+        const id = plugin.id ?? plugin.type;
+        if (ids.has(id)) faults.push(new ConfigError(joinPath(pluginAt, 'id'), `duplicate id ${JSON.stringify(id)}`));
+        ids.add(id);
         if (kind === 'source' && plugin.type === 'stdin') {
-          if (stdinAt) throw new ConfigError(joinPath(pluginAt, 'type'), `only one stdin source is allowed (another at ${stdinAt})`);
-          stdinAt = pluginAt;
+          if (stdinAt) faults.push(new ConfigError(joinPath(pluginAt, 'type'), `only one stdin source is allowed (another at ${stdinAt})`));
+          else stdinAt = pluginAt;
         }
         if (LISTENERS[kind].has(plugin.type) && typeof cfg.port === 'number') {
           const host = typeof cfg.host === 'string' ? cfg.host : '0.0.0.0';
           const clash = listeners.find((l) => l.port === cfg.port && (l.host === host || WILDCARD.has(l.host) || WILDCARD.has(host)));
-          if (clash) throw new ConfigError(joinPath(where, 'port'), `${host}:${cfg.port} is already used by ${clash.where}`);
-          listeners.push({ host, port: cfg.port, where });
+          if (clash) faults.push(new ConfigError(joinPath(where, 'port'), `${host}:${cfg.port} is already used by ${clash.where}`));
+          else listeners.push({ host, port: cfg.port, where });
         }
         if (kind === 'sink' && plugin.type === 'file' && typeof cfg.directory === 'string' && typeof cfg.name === 'string') {
-          const key2 = `${cfg.directory.replace(/\/+$/, '')}/${cfg.name}`;
-          const other = fileSinks.get(key2);
-          if (other) throw new ConfigError(joinPath(where, 'name'), `file ${key2} is already written by ${other}`);
-          fileSinks.set(key2, where);
+          const file = `${cfg.directory.replace(/\/+$/, '')}/${cfg.name}`;
+          const other = fileSinks.get(file);
+          if (other) faults.push(new ConfigError(joinPath(where, 'name'), `file ${file} is already written by ${other}`));
+          else fileSinks.set(file, where);
         }
+        return Object.freeze({ ...plugin, id });
       });
-    scan('source', sources, 'plugin_sources');
-    scan('sink', sinks, 'plugin_sinks');
+    };
+    const sources = scan('source', 'plugin_sources');
+    const sinks = scan('sink', 'plugin_sinks');
     return Object.freeze({ ...p, plugin_sources: Object.freeze(sources), plugin_sinks: Object.freeze(sinks) });
   });
+  throwConfigFaults(faults);
   return Object.freeze({ ...config, pipelines: Object.freeze(pipelines) });
 }

@@ -1,4 +1,4 @@
-// Coded, located errors: a ConfigError names the key path; a PluginError names the plugin.
+// Coded, located errors: a ConfigError names the key path (a ConfigErrors lists several); a PluginError names the plugin.
 
 /** A configuration fault; `path` is the full key path, e.g. `pipelines[0].flow.format.type`. */
 export class ConfigError extends Error {
@@ -10,6 +10,35 @@ export class ConfigError extends Error {
     super(path ? `${path}: ${reason}` : reason);
     this.name = 'ConfigError';
   }
+
+  /** Every fault this error reports, each `path: reason`, in file order: one line each for `check` and a failed start. */
+  get messages(): readonly string[] {
+    return [this.message];
+  }
+}
+
+/**
+ * Several configuration faults found in one pass, in file order. `path` is the first fault's and
+ * `message` joins them all with `; ` (as a failed reload logs it), so code that handles a single
+ * ConfigError keeps working.
+ */
+export class ConfigErrors extends ConfigError {
+  constructor(readonly faults: readonly [ConfigError, ConfigError, ...ConfigError[]]) {
+    super(faults[0].path, '');
+    this.message = faults.map((f) => f.message).join('; ');
+    this.name = 'ConfigErrors';
+  }
+
+  override get messages(): readonly string[] {
+    return this.faults.flatMap((f) => f.messages);
+  }
+}
+
+/** Throws the faults found, if any: a single one as itself, several as one ConfigErrors. */
+export function throwConfigFaults(faults: readonly ConfigError[]): void {
+  const [first, second, ...rest] = faults;
+  if (first === undefined) return;
+  throw second === undefined ? first : new ConfigErrors([first, second, ...rest]);
 }
 
 /** A command-line fault (exit 2). */

@@ -1,7 +1,7 @@
 import test from 'ava';
 import { envOverrides, interpolate, loadConfig } from '../../src/config/load.js';
 import { splitArgs } from '../../src/cli-args.js';
-import { ConfigError, UsageError } from '../../src/core/errors.js';
+import { ConfigError, ConfigErrors, UsageError } from '../../src/core/errors.js';
 import { tempDir } from '../helpers/node.js';
 
 const MIN = `
@@ -51,6 +51,63 @@ test('wrong types and values name the key path', (t) => {
   t.throws(() => load(`quiet = "yes"\n${MIN}`), { message: 'quiet: must be a boolean, got string' });
   t.throws(() => load(`[logging]\nlevel = "loud"\n${MIN}`), { message: /^logging\.level: must be one of/ });
   t.throws(() => load('quiet = true'), { message: 'pipelines: needs at least 1 entry' });
+});
+
+test('every schema fault is reported at once, in file order, each with its full path', (t) => {
+  const text = `status_interval_ms = 50
+quiet = true
+${MIN}
+[pipelines.flow.format]
+type = "raw"
+extra = 2
+[[pipelines]]
+name = "b"
+[pipelines.flow.rate_limit]
+rate = "fast"
+[[pipelines.plugin_sources]]
+type = "random"
+[[pipelines.plugin_sinks]]
+type = "null"
+colour = "red"
+`;
+  const expected = [
+    'status_interval_ms: must be >= 100, got 50',
+    'pipelines[0].flow.format.extra: unknown key',
+    'pipelines[1].flow.rate_limit.rate: must be a number, got string',
+    'pipelines[1].plugin_sinks[0].colour: unknown key',
+  ];
+  const err = t.throws(() => load(text), { instanceOf: ConfigErrors });
+  t.deepEqual(err?.messages, expected);
+  t.is(err?.path, 'status_interval_ms', 'path is the first fault');
+  t.is(err?.message, expected.join('; '), 'a reload logs them all in one message');
+});
+
+test('a single fault is still one plain ConfigError', (t) => {
+  const err = t.throws(() => load(`quiet = "yes"\n${MIN}`), { instanceOf: ConfigError });
+  t.false(err instanceof ConfigErrors);
+  t.deepEqual(err?.messages, ['quiet: must be a boolean, got string']);
+});
+
+test('every cross-check fault is reported at once, in file order', (t) => {
+  const sinks = (port: number) => `[[pipelines.plugin_sinks]]\ntype = "tcp"\nconfig = { host = "127.0.0.1", port = ${port} }\n`;
+  const text = `${MIN}${sinks(9000)}${MIN}[[pipelines.plugin_sinks]]\ntype = "null"\n${sinks(9000)}`;
+  const err = t.throws(() => load(text), { instanceOf: ConfigErrors });
+  t.deepEqual(err?.messages, [
+    'pipelines[1].name: duplicate pipeline name "app"',
+    'pipelines[1].plugin_sinks[1].id: duplicate id "null"',
+    'pipelines[1].plugin_sinks[2].config.port: 127.0.0.1:9000 is already used by pipelines[0].plugin_sinks[1].config',
+  ]);
+});
+
+test('cross-checks wait for a clean schema check', (t) => {
+  const err = t.throws(() => load(`quiet = 1\n${MIN}${MIN}`), { instanceOf: ConfigError });
+  t.deepEqual(err?.messages, ['quiet: must be a boolean, got number'], 'no duplicate-name fault next to the schema fault');
+});
+
+test('every bad environment override is reported at once', (t) => {
+  const err = t.throws(() => envOverrides({ QUIET: 'maybe', SHUTDOWN_TIMEOUT_MS: 'soon' }), { instanceOf: ConfigErrors });
+  t.is(err?.messages.length, 2);
+  t.true(err?.messages.every((m) => /^(quiet|shutdown_timeout_ms): environment variable/.test(m)));
 });
 
 test('two listeners on one port and two file sinks on one file are refused', (t) => {
