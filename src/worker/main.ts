@@ -51,14 +51,16 @@ async function onMessage(msg: ToWorker): Promise<void> {
       if (statsTimer) clearInterval(statsTimer);
       const abandoned = pipeline ? await pipeline.stop(msg.timeout_ms) : 0;
       if (abandoned > 0 && pipeline) log?.error({ pipeline: pipeline.name, abandoned }, 'Drain deadline passed, entries abandoned');
+      // A cut drain may leave a write stuck in the thread pool (a stalled disk or FIFO), and exit()
+      // joins the pool's threads: it would hang until the primary's kill. What was abandoned is
+      // reported first, so the process may end at once.
+      const end = () => (abandoned > 0 ? process.kill(process.pid, 'SIGKILL') : process.exit(0));
       logStream.flush(() => {
         const counters = pipeline?.counters();
         if (pipeline && counters) {
-          send({ type: 'stopped', abandoned, counters, positions: pipeline.positions() }, () => process.exit(0));
+          send({ type: 'stopped', abandoned, counters, positions: pipeline.positions() }, end);
         } else {
-          send({ type: 'stopped', abandoned, counters: { total_dropped_by_sink: 0, flow: {}, sources: {}, sinks: {} }, positions: {} }, () =>
-            process.exit(0),
-          );
+          send({ type: 'stopped', abandoned, counters: { total_dropped_by_sink: 0, flow: {}, sources: {}, sinks: {} }, positions: {} }, end);
         }
       });
       return;

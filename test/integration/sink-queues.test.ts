@@ -157,6 +157,50 @@ buffer_size = 100000
   t.is(node.out.length + abandoned, total, `${node.out.length} delivered + ${abandoned} abandoned = ${total}`);
 });
 
+test.serial('a drain cut short while a file sink write is stuck (stalled FIFO) ends at the deadline, not at the kill', async (t) => {
+  const total = 20_000;
+  const dir = tempDir('logrelay-sink-stuck-');
+  mkdirSync(join(dir.path, 'in'));
+  mkdirSync(join(dir.path, 'out'));
+  const fifo = join(dir.path, 'out', 'out.1.log');
+  const { stream: reader } = fifoReader(fifo); // opened, never read: the sink's write blocks in the thread pool
+  t.teardown(() => reader.destroy());
+  writeFileSync(join(dir.path, 'in', 'app.log'), text(numbered(1, total)));
+  const shutdownMs = 1000;
+  const node = startNode(
+    t,
+    dir,
+    `
+[[pipelines]]
+name = "p"
+[[pipelines.plugin_sources]]
+id = "f"
+type = "file"
+[pipelines.plugin_sources.config]
+directory = ${toml(join(dir.path, 'in'))}
+from = "start"
+[[pipelines.plugin_sinks]]
+id = "out"
+type = "file"
+[pipelines.plugin_sinks.config]
+directory = ${toml(join(dir.path, 'out'))}
+name = "out"
+buffer_size = 100000
+`,
+    shutdownMs,
+  );
+  await waitFor(() => latestCounter(node, 'p', 'sources.f.total_entries') === total, `the source read all ${total} entries`);
+  const t0 = Date.now();
+  node.signal('SIGTERM');
+  const { code } = await node.exited;
+  const took = Date.now() - t0;
+  t.is(code, 1, 'exit 1: the deadline cut the drain short');
+  const cut = node.records.find((r) => r.msg === 'Drain deadline passed, entries abandoned');
+  t.true(Number(cut?.abandoned) > 0, 'the abandoned entries are counted');
+  // the primary kills a worker still alive at shutdown_timeout_ms + 2 s; this one ends by itself
+  t.true(took < shutdownMs + 1700, `exited ${took} ms after SIGTERM`);
+});
+
 test.serial('worker memory stays bounded under a 10× overload of its slowest sink', async (t) => {
   // 20,000 entries/s into a stdout sink whose reader takes 2,000/s; speed is measured in bench/overload.ts, not here
   const r = await runOverload({ inputRate: 20_000, readRate: 2000, seconds: 10 });
