@@ -3,7 +3,7 @@
 
 import { hostname } from 'node:os';
 import type { Entry } from '../core/entry.js';
-import { isTime, normaliseLevel, parseTime } from '../core/entry.js';
+import { isTime, normaliseLevel, parseJsonText, parseTime } from '../core/entry.js';
 
 export const PROTOCOL_VERSION = 1;
 
@@ -40,7 +40,7 @@ export type HelloResult = { readonly ok: true; readonly node: string } | { reado
 /** Checks a hello line: a JSON object with `logrelay: 1` and a string `node`. */
 export function parseHello(line: string): HelloResult {
   const obj = parseJson(line);
-  if (obj === NOT_JSON) return { ok: false, error: 'hello is not JSON' };
+  if (obj === undefined) return { ok: false, error: 'hello is not JSON' };
   if (!isObject(obj) || !('logrelay' in obj)) return { ok: false, error: 'expected hello {"logrelay":1,"node":…}' };
   if (obj.logrelay !== PROTOCOL_VERSION) return { ok: false, error: `unsupported protocol version ${JSON.stringify(obj.logrelay)}, want 1` };
   const node = typeof obj.node === 'string' ? obj.node : '';
@@ -65,16 +65,8 @@ function isObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
-/** What parseJson returns for text that is not JSON (an object test fails on it too). */
-const NOT_JSON = Symbol('not JSON');
-
-function parseJson(line: string): unknown {
-  try {
-    return JSON.parse(line);
-  } catch {
-    return NOT_JSON;
-  }
-}
+/** JSON text as a value; undefined when it is not JSON or nests too deep (see MAX_JSON_DEPTH). */
+const parseJson = parseJsonText;
 
 /**
  * Completes an entry before it is sent (no time → `now`, no source → `fallbackSource`) and

@@ -38,6 +38,9 @@ export function isPlainObject(value: unknown): value is Record<string, unknown> 
   return typeof value === 'object' && value !== null && !Array.isArray(value) && !(value instanceof Date);
 }
 
+/** The longest duration a Node timer takes (2^31 - 1 ms); every `_ms` key is bounded by it. */
+export const MAX_DURATION_MS = 2_147_483_647;
+
 /** Where a validation pass records its faults instead of throwing at the first one. */
 type Faults = ConfigError[];
 
@@ -64,7 +67,10 @@ function check(spec: Spec, value: unknown, path: string, faults: Faults): unknow
       if (value === undefined) return spec.required ? fault('is required') : spec.def;
       if (typeof value === 'bigint') value = Number(value);
       if (typeof value !== 'number' || Number.isNaN(value)) return fault(`must be a number, got ${typeName(value)}`);
+      if (!Number.isFinite(value)) return fault(`must be a finite number, got ${value}`);
       if (spec.int && !Number.isInteger(value)) return fault(`must be an integer, got ${value}`);
+      // Node runs a longer timer after 1 ms: "wait very long" would become "do not wait"
+      if (path.endsWith('_ms') && value > MAX_DURATION_MS) return fault(`must be <= ${MAX_DURATION_MS} (about 24.8 days), got ${value}`);
       if (spec.min !== undefined && spec.max !== undefined && (value < spec.min || value > spec.max)) {
         return fault(`must be ${spec.min} to ${spec.max}, got ${value}`);
       }

@@ -81,15 +81,48 @@ export function parseTime(value: unknown): number | undefined {
   return undefined;
 }
 
+/**
+ * Deepest nesting of arrays and objects taken from JSON text. JSON.parse takes far deeper text
+ * than JSON.stringify can write again (it overflows the stack a few thousand levels down), and
+ * every encoding writes the entry again; no real log nests this deep.
+ */
+export const MAX_JSON_DEPTH = 1000;
+
+/** True when JSON text nests deeper than MAX_JSON_DEPTH; only long text can, so short text costs nothing. */
+export function nestsTooDeep(text: string): boolean {
+  if (text.length <= 2 * MAX_JSON_DEPTH) return false;
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 92 /* \\ */) i++;
+      else if (c === 34 /* " */) inString = false;
+    } else if (c === 34) inString = true;
+    else if (c === 123 || c === 91 /* { [ */) {
+      if (++depth > MAX_JSON_DEPTH) return true;
+    } else if (c === 125 || c === 93 /* } ] */) depth--;
+  }
+  return false;
+}
+
+/**
+ * Parses JSON text into a value; undefined when it is not JSON or nests deeper than
+ * MAX_JSON_DEPTH (such text is then taken as plain text or a parse error by the caller).
+ */
+export function parseJsonText(text: string): unknown {
+  if (nestsTooDeep(text)) return undefined;
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return undefined;
+  }
+}
+
 /** Turns one line into an entry: a JSON object becomes structured unless `raw`. */
 export function parseLine(line: string, source: string, now: number, raw: boolean): Entry {
   if (!raw && line.charCodeAt(0) === 123 /* { */) {
-    let obj: unknown;
-    try {
-      obj = JSON.parse(line);
-    } catch {
-      obj = undefined;
-    }
+    const obj = parseJsonText(line);
     if (typeof obj === 'object' && obj !== null && !Array.isArray(obj)) return fromObject(obj as Record<string, unknown>, source, now);
   }
   const level = detectLevel(line);

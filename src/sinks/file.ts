@@ -1,7 +1,7 @@
 // `file` sink: appends lines to `<name>.<n>.log` in `directory` (the highest n is current), one
 // write per batch, rotating at `max_size_mb` and pruning with the service log's rules.
 
-import { type FileHandle, mkdir, open } from 'node:fs/promises';
+import { type FileHandle, mkdir, open, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { errorMessage } from '../core/errors.js';
 import { pluginConfig, SINK_QUEUE_FIELDS } from '../core/plugin-config.js';
@@ -10,6 +10,8 @@ import type { OnFull, Sink, SinkFactory } from './types.js';
 
 /** How often retention is applied besides at each rotation, ms. */
 const PRUNE_INTERVAL_MS = 60_000;
+/** How often the sink checks that its current file is still there (deleted, or its directory), ms. */
+const PATH_CHECK_MS = 1000;
 
 interface FileSinkConfig {
   readonly directory: string;
@@ -41,24 +43,45 @@ export const createFileSink: SinkFactory = (plugin, ctx): Sink => {
       ctx.log.warn({ error: errorMessage(err) }, 'Pruning rotated files failed');
       return [];
     });
-  const counters = { rotations: 0, bytes_written: 0 };
+  const counters = { rotations: 0, bytes_written: 0, dropped_writes: 0 };
   let fh: FileHandle | undefined;
   let n = 1;
   let size = 0;
+  /** inode of the open file, to notice it was deleted or replaced */
+  let ino = 0;
+  /** the open file is no longer at its path: the next write opens it again */
+  let reopen = false;
+  /** the last write failed: logged once until a write succeeds again */
+  let failing = false;
+  let pathTimer: NodeJS.Timeout | undefined;
   let writing: Promise<void> | undefined;
   /** entries of the write under way */
   let inFlight = 0;
   let pruneTimer: NodeJS.Timeout | undefined;
   let closed = false;
 
+  const currentPath = () => join(cfg.directory, `${cfg.name}.${n}.log`);
+
+  /** Opens the current file (creating the directory again if it went away). */
   const openCurrent = async () => {
-    fh = await open(join(cfg.directory, `${cfg.name}.${n}.log`), 'a');
-    size = (await fh.stat()).size;
+    await mkdir(cfg.directory, { recursive: true });
+    const next = await open(currentPath(), 'a');
+    const st = await next.stat();
+    fh = next;
+    size = st.size;
+    ino = st.ino;
+  };
+
+  /** Drops the open file; the next write opens the current path afresh. */
+  const release = () => {
+    const old = fh;
+    fh = undefined;
+    size = 0;
+    void old?.close().catch(() => undefined);
   };
 
   const rotate = async () => {
-    await fh?.close();
-    fh = undefined;
+    release();
     n++;
     counters.rotations++;
     await openCurrent();
@@ -66,6 +89,10 @@ export const createFileSink: SinkFactory = (plugin, ctx): Sink => {
   };
 
   const writeAll = async (data: Buffer) => {
+    if (reopen) {
+      reopen = false;
+      release();
+    }
     if (size > 0 && size + data.length > maxBytes) await rotate();
     if (!fh) await openCurrent();
     let off = 0;
@@ -91,22 +118,46 @@ export const createFileSink: SinkFactory = (plugin, ctx): Sink => {
       await prune();
       pruneTimer = setInterval(() => void prune(), PRUNE_INTERVAL_MS);
       pruneTimer.unref();
+      // A deleted file (or directory) would otherwise take writes nobody can read until rotation.
+      pathTimer = setInterval(() => {
+        if (!fh || reopen) return;
+        const was = ino;
+        stat(currentPath()).then(
+          (st) => {
+            if (st.ino !== was && ino === was) reopen = true;
+          },
+          () => {
+            if (ino === was) reopen = true;
+          },
+        );
+      }, PATH_CHECK_MS);
+      pathTimer.unref();
     },
     write(batch) {
       if (closed) throw new Error('file sink is closed');
       let text = '';
       for (const item of batch) text += `${item.line}\n`;
-      const p = writeAll(Buffer.from(text));
-      inFlight = batch.length;
-      writing = p.then(
+      // A failed write (disk full, permissions, directory gone) drops and counts the batch; the
+      // next one opens the file again.
+      const p = writeAll(Buffer.from(text)).then(
         () => {
-          inFlight = 0;
+          if (!failing) return;
+          failing = false;
+          ctx.log.info({ pipeline: ctx.pipeline, plugin: plugin.id, file: currentPath() }, 'File sink writing again');
         },
-        () => {
-          inFlight = 0;
+        (err: unknown) => {
+          counters.dropped_writes += batch.length;
+          release();
+          if (failing) return;
+          failing = true;
+          ctx.log.error({ pipeline: ctx.pipeline, plugin: plugin.id, error: errorMessage(err) }, 'File sink write failed, entries dropped');
         },
       );
-      return p;
+      inFlight = batch.length;
+      writing = p.then(() => {
+        inFlight = 0;
+      });
+      return writing;
     },
     // a write the close deadline cut short may not have reached the file
     held: () => inFlight,
@@ -114,6 +165,7 @@ export const createFileSink: SinkFactory = (plugin, ctx): Sink => {
       if (closed) return;
       closed = true;
       if (pruneTimer) clearInterval(pruneTimer);
+      if (pathTimer) clearInterval(pathTimer);
       if (writing) {
         let timer: NodeJS.Timeout | undefined;
         await Promise.race([writing, new Promise<void>((r) => (timer = setTimeout(r, Math.max(0, deadline - Date.now()))))]);

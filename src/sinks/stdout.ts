@@ -14,7 +14,7 @@ interface StdoutConfig {
   readonly on_full: OnFull;
 }
 
-export const createStdoutSink: SinkFactory = (plugin): Sink => {
+export const createStdoutSink: SinkFactory = (plugin, ctx): Sink => {
   const cfg = pluginConfig<StdoutConfig>('sink', plugin, {
     target: { t: 'string', def: 'stdout', oneOf: ['stdout', 'stderr'] },
     ...SINK_QUEUE_FIELDS,
@@ -23,6 +23,10 @@ export const createStdoutSink: SinkFactory = (plugin): Sink => {
   let limit = CHUNK;
   /** the latest lines written, as many as the bytes the stream still buffers cover */
   let unflushed: string[] = [];
+  /** the reader went away (EPIPE) or the stream failed: entries are dropped and counted from then on */
+  let failed = false;
+  let wakeWriter: (() => void) | undefined;
+  const counters = { dropped_writes: 0 };
   /** How many lines at the end of `unflushed` the stream's buffered bytes cover. */
   const buffered = (): number => {
     let bytes = stream.writableLength;
@@ -33,14 +37,27 @@ export const createStdoutSink: SinkFactory = (plugin): Sink => {
   return {
     id: plugin.id,
     type: 'stdout',
-    counters: {},
+    counters,
     bufferSize: cfg.buffer_size,
     onFull: cfg.on_full,
     async open() {
       const st = fstatSync(cfg.target === 'stdout' ? 1 : 2);
       limit = st.isFIFO() || st.isSocket() ? PIPE_BUF : CHUNK;
+      // Unhandled, an EPIPE (`| head` exited) would crash the worker again on every restart.
+      stream.on('error', (err: NodeJS.ErrnoException) => {
+        if (failed) return;
+        failed = true;
+        counters.dropped_writes += buffered();
+        unflushed = [];
+        ctx.log.error({ pipeline: ctx.pipeline, plugin: plugin.id, error: err.code ?? err.message }, 'Sink output closed, entries dropped');
+        wakeWriter?.();
+      });
     },
     write(batch) {
+      if (failed) {
+        counters.dropped_writes += batch.length;
+        return;
+      }
       let ok = true;
       const lines = batch.map((i) => i.line);
       for (const chunk of chunkLines(lines, limit)) ok = stream.write(chunk) && ok;
@@ -49,10 +66,20 @@ export const createStdoutSink: SinkFactory = (plugin): Sink => {
         unflushed = unflushed.length > 0 ? unflushed.concat(lines) : lines;
         unflushed = unflushed.slice(unflushed.length - buffered());
       }
-      if (!ok) return new Promise<void>((resolve) => stream.once('drain', resolve));
+      if (!ok) {
+        return new Promise<void>((resolve) => {
+          const wake = () => {
+            wakeWriter = undefined;
+            stream.off('drain', wake);
+            resolve();
+          };
+          wakeWriter = wake;
+          stream.once('drain', wake);
+        });
+      }
     },
     // What the stream still buffers is lost when the worker exits, so a cut drain counts it.
-    held: buffered,
+    held: () => (failed ? 0 : buffered()),
     async close() {},
   };
 };

@@ -98,13 +98,19 @@ export function buildPipeline(cfg: PipelineConfig, opts: BuildOptions): Pipeline
     while (!r.busy && r.queue.length > 0) {
       const batch = r.queue.take(MAX_BATCH);
       let result: Promise<void> | void;
+      // Sinks count their own failures; one that throws anyway loses the batch, counted here.
+      const lost = (err: unknown) => {
+        r.counters.total_processed! -= batch.length;
+        pipelineCounters.total_dropped_by_sink += batch.length;
+        opts.log.error({ pipeline: cfg.name, plugin: r.sink.id, error: errorMessage(err), entries: batch.length }, 'Sink write failed');
+      };
+      r.counters.total_processed! += batch.length;
       try {
         result = r.sink.write(batch);
       } catch (err) {
-        opts.log.error({ pipeline: cfg.name, plugin: r.sink.id, error: errorMessage(err) }, 'Sink write failed');
+        lost(err);
         result = undefined;
       }
-      r.counters.total_processed! += batch.length;
       if (result) {
         r.busy = true;
         result.then(
@@ -113,7 +119,7 @@ export function buildPipeline(cfg: PipelineConfig, opts: BuildOptions): Pipeline
             pump(r);
           },
           (err: unknown) => {
-            opts.log.error({ pipeline: cfg.name, plugin: r.sink.id, error: errorMessage(err) }, 'Sink write failed');
+            lost(err);
             r.busy = false;
             pump(r);
           },

@@ -1,0 +1,131 @@
+// Input and failures that must not take a worker down: JSON nested deeper than it can be written
+// again, a stdout reader that goes away, a file sink whose directory disappears or cannot be
+// written. Each is counted and logged, and the pipeline keeps going.
+
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { connect } from 'node:net';
+import { join } from 'node:path';
+import test from 'ava';
+import { chainSourceToml } from '../helpers/chain.js';
+import { freePort, startOwnedNode, tempDir, waitFor, waitReady } from '../helpers/node.js';
+import { latestCounter, latestStatus } from '../helpers/status.js';
+import { randomSourceToml } from '../helpers/toml.js';
+
+const crashed = (records: readonly { msg: string }[]) => records.some((r) => r.msg === 'Pipeline process exited unexpectedly');
+
+test.serial('a chain entry nested deeper than JSON.stringify can write is a parse error; the link and the worker go on', async (t) => {
+  const port = await freePort();
+  const node = startOwnedNode(
+    t,
+    `status_interval_ms = 200
+[[pipelines]]
+name = "recv"
+${chainSourceToml('link', 'tcp_chain', port)}[[pipelines.plugin_sinks]]
+id = "out"
+type = "stdout"
+`,
+    ['--logging.level=debug'],
+  );
+  await waitReady(node, 'receiver');
+  const socket = connect({ host: '127.0.0.1', port });
+  t.teardown(() => socket.destroy());
+  socket.on('error', () => {});
+  const acks: string[] = [];
+  socket.setEncoding('utf8');
+  socket.on('data', (chunk: string) => acks.push(chunk));
+  const line = (message: unknown) => `${JSON.stringify({ source: 'peer', message })}\n`;
+  const deep = `{"source":"peer","message":${'['.repeat(20_000)}${']'.repeat(20_000)}}\n`;
+  const deepFields = `{"source":"peer","message":"x","fields":{"a":${'{"b":'.repeat(20_000)}1${'}'.repeat(20_000)}}}\n`;
+  socket.write(`{"logrelay":1,"node":"edge"}\n${line('before')}${deep}${line('between')}${deepFields}${line('after')}`);
+  await waitFor(() => node.out.includes('after'), 'the entry after the deep ones arrives');
+  t.deepEqual(node.out, ['before', 'between', 'after']);
+  await waitFor(() => latestCounter(node, 'recv', 'sources.link.parse_errors') === 2, 'two parse errors counted');
+  await waitFor(() => acks.join('').includes('{"ack":3}'), 'the three valid entries acknowledged on the same connection');
+  t.false(crashed(node.records), 'no worker crashed');
+});
+
+test.serial('a stdout reader that goes away: the sink counts its drops, the worker and the other sink go on', async (t) => {
+  const dir = tempDir();
+  t.teardown(() => dir.remove());
+  const node = startOwnedNode(
+    t,
+    `status_interval_ms = 200
+[[pipelines]]
+name = "p"
+${randomSourceToml('interval_ms = 10\nlength = 3')}[[pipelines.plugin_sinks]]
+id = "out"
+type = "stdout"
+[[pipelines.plugin_sinks]]
+id = "keep"
+type = "file"
+config = { directory = ${JSON.stringify(dir.path)}, name = "keep" }
+`,
+    ['--logging.level=debug'],
+  );
+  await waitFor(() => node.out.length > 5, 'output flows');
+  node.child.stdout!.destroy(); // the reader goes away: the next writes get EPIPE
+  const rec = await waitFor(() => node.records.find((r) => r.msg === 'Sink output closed, entries dropped'), 'the sink reports its output closed');
+  t.is(rec.level, 'error');
+  t.is(rec.plugin, 'out');
+  t.is(rec.error, 'EPIPE');
+  const first = await waitFor(() => {
+    const n = latestCounter(node, 'p', 'sinks.out.dropped_writes');
+    return n !== undefined && n > 0 ? n : undefined;
+  }, 'drops counted');
+  await waitFor(() => (latestCounter(node, 'p', 'sinks.out.dropped_writes') ?? 0) > first + 20, 'drops keep being counted');
+  const kept = readFileSync(join(dir.path, 'keep.1.log'), 'utf8').split('\n').length;
+  await waitFor(() => readFileSync(join(dir.path, 'keep.1.log'), 'utf8').split('\n').length > kept + 20, 'the file sink keeps writing');
+  t.is(latestStatus(node, 'p')?.restarts, 0);
+  t.false(crashed(node.records), 'no worker crashed');
+});
+
+test.serial('a file sink whose directory is removed or unwritable counts its drops, logs once, and writes again when it can', async (t) => {
+  const dir = tempDir();
+  t.teardown(() => dir.remove());
+  const out = join(dir.path, 'out');
+  const node = startOwnedNode(
+    t,
+    `status_interval_ms = 200
+[[pipelines]]
+name = "p"
+${randomSourceToml('interval_ms = 10\nlength = 3')}[[pipelines.plugin_sinks]]
+id = "file"
+type = "file"
+config = { directory = ${JSON.stringify(out)}, name = "app" }
+`,
+    ['--logging.level=debug'],
+  );
+  const file = join(out, 'app.1.log');
+  const lines = () => {
+    try {
+      return readFileSync(file, 'utf8').split('\n').length - 1;
+    } catch {
+      return 0;
+    }
+  };
+  await waitFor(() => lines() > 5, 'the sink writes');
+
+  // Removed: the sink notices within a second and creates directory and file again.
+  rmSync(out, { recursive: true });
+  await waitFor(() => lines() > 5, 'the file is written again after its directory was removed');
+
+  // A file where the directory should be: writes fail, are counted, and logged once.
+  rmSync(out, { recursive: true });
+  writeFileSync(out, 'not a directory');
+  const failed = await waitFor(() => node.records.find((r) => r.msg === 'File sink write failed, entries dropped'), 'the failure is logged');
+  t.is(failed.level, 'error');
+  t.is(failed.plugin, 'file');
+  const dropped = await waitFor(() => {
+    const n = latestCounter(node, 'p', 'sinks.file.dropped_writes');
+    return n !== undefined && n > 20 ? n : undefined;
+  }, 'drops counted');
+  t.true(dropped > 20);
+  t.is(node.records.filter((r) => r.msg === 'File sink write failed, entries dropped').length, 1, 'one record per outage');
+  rmSync(out);
+  mkdirSync(out);
+  await waitFor(() => node.records.some((r) => r.msg === 'File sink writing again'), 'recovery logged');
+  await waitFor(() => lines() > 5, 'entries reach the file again');
+  const status = latestStatus(node, 'p');
+  t.is(status?.total_dropped_by_sink, 0, 'nothing was dropped for a full queue');
+  t.false(crashed(node.records), 'no worker crashed');
+});
