@@ -71,7 +71,7 @@ export async function runPrimary(opts: RunOptions): Promise<number> {
           next = '';
         }
         if (next !== JSON.stringify(sup.currentConfig)) void sup.reload();
-      });
+      }, (err) => log.error({ file: opts.file, error: errorMessage(err) }, 'Cannot watch the configuration file, auto_reload is off until the next reload'));
     }
   };
   armWatch();

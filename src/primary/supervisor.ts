@@ -164,6 +164,8 @@ export class Supervisor {
   private readonly restarts = new Map<string, number>();
   private readonly restartAttempts = new Map<string, number>();
   private readonly restartTimers = new Map<string, NodeJS.Timeout>();
+  /** the first generation's start; a reload asked for meanwhile waits for it */
+  private starting: Promise<boolean> | undefined;
   private reloading: Promise<void> | undefined;
   private reloadQueued = false;
   private shuttingDown = false;
@@ -322,7 +324,12 @@ export class Supervisor {
    * Starts the first generation. Resolves false (after logging `Failed to create pipeline` for
    * each failure and stopping every worker) when any pipeline fails to build.
    */
-  async start(): Promise<boolean> {
+  start(): Promise<boolean> {
+    this.starting ??= this.startFirst();
+    return this.starting;
+  }
+
+  private async startFirst(): Promise<boolean> {
     this.generation = 1;
     const workers = this.config.pipelines.map((p) => this.fork(p, this.generation));
     const results = await Promise.allSettled(workers.map((w) => this.awaitBuilt([w])));
@@ -352,6 +359,11 @@ export class Supervisor {
       return this.reloading;
     }
     this.reloading = (async () => {
+      // A SIGHUP during the start: two generations would otherwise start side by side.
+      if (!(await this.starting)) {
+        this.reloading = undefined;
+        return;
+      }
       do {
         this.reloadQueued = false;
         await this.reloadOnce();

@@ -2,12 +2,13 @@
 // again, a stdout reader that goes away, a file sink whose directory disappears or cannot be
 // written. Each is counted and logged, and the pipeline keeps going.
 
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { connect } from 'node:net';
+import { spawnSync } from 'node:child_process';
+import { constants, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { connect, Socket } from 'node:net';
 import { join } from 'node:path';
 import test from 'ava';
 import { chainSourceToml } from '../helpers/chain.js';
-import { freePort, startOwnedNode, tempDir, waitFor, waitReady } from '../helpers/node.js';
+import { childPids, freePort, sleep, spawnNode, startOwnedNode, tempDir, waitFor, waitReady } from '../helpers/node.js';
 import { latestCounter, latestStatus } from '../helpers/status.js';
 import { randomSourceToml } from '../helpers/toml.js';
 
@@ -128,4 +129,43 @@ config = { directory = ${JSON.stringify(out)}, name = "app" }
   const status = latestStatus(node, 'p');
   t.is(status?.total_dropped_by_sink, 0, 'nothing was dropped for a full queue');
   t.false(crashed(node.records), 'no worker crashed');
+});
+
+test.serial('a SIGHUP while the first generation is still building reloads after the start, never beside it', async (t) => {
+  const dir = tempDir();
+  t.teardown(() => dir.remove());
+  const out = join(dir.path, 'out');
+  mkdirSync(out);
+  // The file sink's current file is a FIFO: its open, and so the build, waits for a reader.
+  const fifo = join(out, 'app.1.log');
+  const mk = spawnSync('mkfifo', [fifo]);
+  t.is(mk.status, 0, 'mkfifo');
+  const head = `[[pipelines]]
+name = "p"
+${randomSourceToml('interval_ms = 50\nlength = 3')}`;
+  const cfgFile = dir.file('node.toml', `${head}[[pipelines.plugin_sinks]]
+id = "file"
+type = "file"
+config = { directory = ${JSON.stringify(out)}, name = "app" }
+`);
+  const node = spawnNode(['-c', cfgFile]);
+  t.teardown(() => node.signal('SIGKILL'));
+  await waitFor(() => node.records.some((r) => r.msg === 'Created sink instance'), 'the first generation is building');
+  t.false(node.records.some((r) => r.msg === 'Starting pipeline'), 'not started yet');
+  // the new configuration builds at once, so it would be ready before the first generation
+  writeFileSync(cfgFile, `${head}[[pipelines.plugin_sinks]]\ntype = "null"\n`);
+  node.signal('SIGHUP');
+  // Time for a primary that does not wait to fork a second generation beside the first; the
+  // assertions below wait for events, not for this.
+  await sleep(500);
+  // A non-blocking read end, read through libuv's poll (a blocking read would hold a pool thread).
+  const drain = new Socket({ fd: openSync(fifo, constants.O_RDONLY | constants.O_NONBLOCK), readable: true, writable: false });
+  drain.on('data', () => {});
+  drain.on('error', () => {});
+  t.teardown(() => drain.destroy());
+  await waitFor(() => node.records.some((r) => r.msg === 'Configuration reloaded'), 'the reload ran after the start');
+  const starts = node.records.filter((r) => r.msg === 'Starting pipeline').map((r) => r.generation);
+  t.deepEqual(starts, [1, 2], 'generation 1 started, then the reload started generation 2');
+  await waitFor(async () => (await childPids(node.child.pid!)).length === 1, 'one worker: the first generation was stopped', 10_000);
+  t.is(await node.stop(), 0);
 });
