@@ -79,16 +79,18 @@ export class ClientQueue {
     return new Promise((resolve) => this.waiters.push(resolve));
   }
 
-  /** Stops writing and forgets the frames; idempotent. */
-  close(): void {
-    if (this.closed) return;
+  /** Stops writing and forgets the frames; returns how many were forgotten (0 when already closed). */
+  close(): number {
+    if (this.closed) return 0;
     this.closed = true;
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
+    const forgotten = this.size;
     this.ring.fill(undefined);
     this.size = 0;
     this.out.removeListener('drain', this.onDrain);
     this.wake();
+    return forgotten;
   }
 
   private flush(): void {

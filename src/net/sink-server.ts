@@ -76,8 +76,8 @@ export function openListener(server: Server, opts: SinkListenerOptions): Promise
 
 /**
  * Gives `out` a bounded queue and adds it to `clients` (kept in `active_clients`) until 'close',
- * when the queue is closed, the client removed and `onClose` called. `onTimeout` cuts a client
- * whose writes have blocked for `write_timeout_ms`.
+ * when the queue is closed (what it still held counts in `dropped_writes`), the client removed
+ * and `onClose` called. `onTimeout` cuts a client whose writes have blocked for `write_timeout_ms`.
  */
 export function addClient<W extends FrameWriter & { once(event: 'close', listener: () => void): unknown }>(
   clients: Set<NetClient<W>>,
@@ -90,7 +90,7 @@ export function addClient<W extends FrameWriter & { once(event: 'close', listene
   const queue = new ClientQueue(out, { capacity: cfg.client_buffer_size, writeTimeoutMs: cfg.write_timeout_ms, onTimeout });
   const closed = new Promise<void>((resolve) =>
     out.once('close', () => {
-      queue.close();
+      counters.dropped_writes = (counters.dropped_writes ?? 0) + queue.close();
       clients.delete(client);
       counters.active_clients = clients.size;
       onClose?.();
