@@ -169,3 +169,28 @@ config = { directory = ${JSON.stringify(out)}, name = "app" }
   await waitFor(async () => (await childPids(node.child.pid!)).length === 1, 'one worker: the first generation was stopped', 10_000);
   t.is(await node.stop(), 0);
 });
+
+test.serial('a primary that falls behind on the service log makes workers drop and count log lines, not queue them', async (t) => {
+  // Every entry passes a filter, so at debug level each adds a service log line.
+  const node = startOwnedNode(
+    t,
+    `[[pipelines]]
+name = "noisy"
+[[pipelines.flow.filters]]
+type = "exclude"
+patterns = ["NEVER-MATCHES"]
+${randomSourceToml('interval_ms = 1\nentries_per_tick = 20\nlength = 5')}[[pipelines.plugin_sinks]]
+type = "null"
+`,
+    ['--logging.level=debug'],
+  );
+  await waitReady(node, 'node');
+  // Nobody reads the primary's stderr: its writes block, and so does its reading of the workers.
+  node.child.stderr!.pause();
+  await sleep(3000);
+  node.child.stderr!.resume();
+  const rec = await waitFor(() => node.records.find((r) => r.msg === 'Service log lines dropped, the primary fell behind'), 'the drop reported');
+  t.is(rec.level, 'warn');
+  t.true(Number(rec.dropped) > 0, `${String(rec.dropped)} lines dropped`);
+  t.false(crashed(node.records), 'no worker crashed');
+});
