@@ -1,6 +1,7 @@
 // `http_chain` source: the receiving end of an HTTP chain link (DESIGN.md §9). Each
 // `POST <path>` carries an NDJSON batch; its entries are emitted as one batch and answered with
-// 204 once queued, or 503 with Retry-After while the pipeline is saturated.
+// 204 once queued (and handed on where the sinks have room), or 503 with Retry-After while the
+// pipeline is saturated or too many bodies are being received at once.
 
 import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
@@ -26,6 +27,12 @@ interface Peer {
   /** false when the client's identity is not allowed */
   readonly allowed: boolean;
 }
+
+/**
+ * Body bytes all requests under way may hold together, in `max_body_bytes`: past it a request is
+ * answered 503 (Retry-After), so many slow or concurrent uploads cannot grow memory without bound.
+ */
+const BODIES_IN_MEMORY = 4;
 
 const json = (res: ServerResponse, status: number, body: object, headers: Record<string, string> = {}) => {
   const text = JSON.stringify(body);
@@ -55,6 +62,10 @@ export const createHttpChainSource: SourceFactory = (plugin, ctx): Source => {
   let started = false;
   let paused = false;
   let stopping = false;
+  /** body bytes held by requests under way */
+  let receiving = 0;
+  const receivingBound = cfg.max_body_bytes * BODIES_IN_MEMORY;
+  const busy = (res: ServerResponse) => json(res, 503, { error: stopping ? 'shutting down' : 'busy' }, { 'Retry-After': String(RETRY_AFTER_S) });
 
   const onConnection = (socket: Socket, tls: boolean) => {
     let identity: string | undefined;
@@ -105,8 +116,13 @@ export const createHttpChainSource: SourceFactory = (plugin, ctx): Source => {
       counters.total_entries += batch.length;
       ctx.emit(batch);
     }
-    res.writeHead(204, { [HEADER_ACCEPTED]: String(accepted) });
-    res.end();
+    // Answered on the next turn, after the pipeline's pump (scheduled by emit) has handed the
+    // entries to sinks that have room: a receiver killed right after its 204 then loses only
+    // what a busy sink still had queued, as the ack of a tcp_chain link does.
+    setImmediate(() => {
+      res.writeHead(204, { [HEADER_ACCEPTED]: String(accepted) });
+      res.end();
+    });
   };
 
   const handle = (req: IncomingMessage, res: ServerResponse) => {
@@ -139,7 +155,7 @@ export const createHttpChainSource: SourceFactory = (plugin, ctx): Source => {
     }
     if (stopping || !started || paused || ctx.isSaturated()) {
       req.resume();
-      json(res, 503, { error: stopping ? 'shutting down' : 'busy' }, { 'Retry-After': String(RETRY_AFTER_S) });
+      busy(res);
       return;
     }
     const declared = Number(req.headers['content-length']);
@@ -148,24 +164,53 @@ export const createHttpChainSource: SourceFactory = (plugin, ctx): Source => {
       req.socket.destroySoon();
       return;
     }
+    if (declared > 0 && receiving + declared > receivingBound) {
+      req.resume();
+      busy(res);
+      return;
+    }
     const chunks: Buffer[] = [];
     let size = 0;
+    // A declared length is reserved at once; a body without one reserves as it arrives.
+    let reserved = declared > 0 ? declared : 0;
+    receiving += reserved;
     let over = false;
+    const release = () => {
+      receiving -= reserved;
+      reserved = 0;
+      chunks.length = 0;
+    };
+    const refuse = (answer: () => void) => {
+      over = true;
+      release();
+      answer();
+      req.socket.destroySoon();
+    };
     req.on('data', (chunk: Buffer) => {
       if (over) return;
       size += chunk.length;
+      if (size > reserved) {
+        receiving += size - reserved;
+        reserved = size;
+      }
       if (size > cfg.max_body_bytes) {
-        over = true;
-        chunks.length = 0;
-        json(res, 413, { error: `body over max_body_bytes (${cfg.max_body_bytes})` }, { Connection: 'close' });
-        req.socket.destroySoon();
+        refuse(() => json(res, 413, { error: `body over max_body_bytes (${cfg.max_body_bytes})` }, { Connection: 'close' }));
+        return;
+      }
+      if (receiving > receivingBound) {
+        refuse(() => busy(res));
         return;
       }
       chunks.push(chunk);
     });
+    req.on('close', () => {
+      if (!over) release();
+    });
     req.on('end', () => {
       if (over) return;
       const body = chunks.length === 1 ? chunks[0]!.toString('utf8') : Buffer.concat(chunks, size).toString('utf8');
+      release();
+      over = true;
       ingest(req, res, peer, body);
     });
   };

@@ -194,3 +194,44 @@ type = "null"
   t.true(Number(rec.dropped) > 0, `${String(rec.dropped)} lines dropped`);
   t.false(crashed(node.records), 'no worker crashed');
 });
+
+test.serial('an http_chain source holds at most four max_body_bytes of bodies at once; past that it answers 503', async (t) => {
+  const port = await freePort();
+  const node = startOwnedNode(
+    t,
+    `[[pipelines]]
+name = "recv"
+${chainSourceToml('link', 'http_chain', port, 'max_body_bytes = 65536\n')}[[pipelines.plugin_sinks]]
+type = "null"
+`,
+    ['--logging.level=debug', '--status_interval_ms=100'],
+  );
+  await waitReady(node, 'receiver');
+  let body = '';
+  for (let i = 0; body.length < 60_000; i++) body += `${JSON.stringify({ source: 'peer', message: `entry ${i} ${'x'.repeat(100)}` })}\n`;
+  const head = `POST /ingest HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Logrelay-Protocol: 1\r\nX-Logrelay-Node: edge\r\nContent-Type: application/x-ndjson\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n`;
+  /** A raw request whose body stops short of its end until finish() is called. */
+  const upload = async () => {
+    const socket = connect({ host: '127.0.0.1', port });
+    t.teardown(() => socket.destroy());
+    socket.on('error', () => {});
+    let answer = '';
+    socket.setEncoding('utf8');
+    socket.on('data', (c: string) => (answer += c));
+    await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
+    socket.write(head + body.slice(0, -100));
+    return { finish: () => socket.write(body.slice(-100)), status: () => (answer.startsWith('HTTP/1.1 ') ? Number(answer.slice(9, 12)) : 0) };
+  };
+  const held = [await upload(), await upload(), await upload(), await upload()];
+  // their declared lengths are reserved as soon as the server has read their headers
+  await waitFor(() => latestCounter(node, 'recv', 'sources.link.total_requests') === 4, 'four requests under way');
+  t.true(held.every((u) => u.status() === 0), 'the four uploads under way are not answered yet');
+  const fifth = await upload();
+  t.is(await waitFor(() => fifth.status(), 'the fifth upload is answered', 10_000), 503, 'a fifth body would pass the bound');
+  held[0]!.finish();
+  t.is(await waitFor(() => held[0]!.status(), 'the finished upload is answered', 10_000), 204);
+  const sixth = await upload();
+  sixth.finish();
+  t.is(await waitFor(() => sixth.status(), 'a new upload is answered', 10_000), 204, 'room again once a body was taken');
+  t.false(crashed(node.records), 'no worker crashed');
+});
