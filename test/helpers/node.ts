@@ -17,6 +17,14 @@ export interface LogRecord {
   [key: string]: unknown;
 }
 
+export interface ExitStatus {
+  readonly code: number | null;
+  readonly signal: NodeJS.Signals | null;
+}
+
+/** How long, after the process exited, its stdout and stderr may take to reach their end. */
+const CLOSE_GRACE_MS = 10_000;
+
 export interface RunningNode {
   readonly child: ChildProcess;
   /** stdout lines so far */
@@ -25,9 +33,23 @@ export interface RunningNode {
   readonly errText: string[];
   /** service log records (JSON lines on stderr) */
   readonly records: LogRecord[];
-  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  /**
+   * The process ended ('exit'). Its output may still be in flight: assert on `out`, `errText` or
+   * `records` only after `closed` (or `finish()`, `stop()`).
+   */
+  readonly exited: Promise<ExitStatus>;
+  /** The process ended and its stdout and stderr were read to their end ('close'). */
+  readonly closed: Promise<ExitStatus>;
   signal(sig: NodeJS.Signals): void;
-  /** Stops with SIGTERM (then SIGKILL after `ms`) and returns the exit code. */
+  /**
+   * Waits up to `ms` for the process to end and its output to be read to the end; past that,
+   * SIGKILLs it and rejects, naming `what`.
+   */
+  finish(what?: string, ms?: number): Promise<ExitStatus>;
+  /**
+   * Stops with SIGTERM (then SIGKILL after `ms`) and returns the exit code once the output is
+   * read to its end (stdout is resumed if the test paused it).
+   */
   stop(ms?: number): Promise<number | null>;
 }
 
@@ -73,24 +95,46 @@ export function spawnNode(args: readonly string[], opts: SpawnOptions = {}): Run
     }
     errText.push(l);
   });
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-    child.once('exit', (code, signal) => resolve({ code, signal })),
-  );
+  const exited = new Promise<ExitStatus>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
+  const closed = new Promise<ExitStatus>((resolve) => child.once('close', (code: number | null, signal: NodeJS.Signals | null) => resolve({ code, signal })));
+  const running = () => child.exitCode === null && child.signalCode === null;
+  /** `closed`, or a rejection naming `what` after `ms` (the process SIGKILLed if still running). */
+  const closedWithin = async (what: string, ms: number): Promise<ExitStatus> => {
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => {
+        const state = running() ? 'still running (SIGKILLed now)' : 'exited, but its stdout/stderr stayed open (a process holding the pipe?)';
+        child.kill('SIGKILL');
+        reject(new Error(`timed out after ${ms} ms: ${what}: ${state}`));
+      }, ms);
+    });
+    try {
+      return await Promise.race([closed, late]);
+    } finally {
+      clearTimeout(timer);
+    }
+  };
   return {
     child,
     out,
     errText,
     records,
     exited,
+    closed,
     signal(sig) {
-      if (child.exitCode === null && child.signalCode === null) child.kill(sig);
+      if (running()) child.kill(sig);
+    },
+    finish(what = `${args.join(' ')} ends`, ms = 30_000) {
+      return closedWithin(what, ms);
     },
     async stop(ms = 15_000) {
-      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+      if (running()) child.kill('SIGTERM');
       const timer = setTimeout(() => child.kill('SIGKILL'), ms);
-      const r = await exited;
+      await exited;
       clearTimeout(timer);
-      return r.code;
+      // a paused reader would keep a worker blocked on the pipe, and the pipe open
+      child.stdout?.resume();
+      return (await closedWithin(`stopped node ${args.join(' ')} closes its output`, CLOSE_GRACE_MS)).code;
     },
   };
 }
@@ -124,6 +168,13 @@ export async function killWithWorkers(node: RunningNode): Promise<void> {
 /** A test's teardown registry (ava's `t`). */
 export interface Teardown {
   teardown(fn: () => void): void;
+}
+
+/** spawnNode, with the test's teardown SIGKILLing the process (a node's workers follow: their IPC channel closes). */
+export function spawnOwnedNode(t: Teardown, args: readonly string[], opts: SpawnOptions = {}): RunningNode {
+  const node = spawnNode(args, opts);
+  t.teardown(() => node.signal('SIGKILL'));
+  return node;
 }
 
 /**
