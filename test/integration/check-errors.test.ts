@@ -1,8 +1,7 @@
 // A file with several faults: `check` and a start both print every one, a line each, and exit 78.
 
-import { once } from 'node:events';
 import test from 'ava';
-import { spawnNode, tempDir } from '../helpers/node.js';
+import { spawnOwnedNode, tempDir } from '../helpers/node.js';
 
 const pipeline = (name: string, extra = '') => `
 [[pipelines]]
@@ -39,11 +38,8 @@ for (const [name, text, command, lines] of cases) {
   test.serial(`every configuration error, one per line, exit 78: ${name}`, async (t) => {
     const dir = tempDir();
     t.teardown(() => dir.remove());
-    const node = spawnNode([...command, '-c', dir.file('bad.toml', text)]);
-    t.teardown(() => node.signal('SIGKILL'));
-    const closed = once(node.child, 'close'); // after 'exit', once stderr is read to its end
-    t.is((await node.exited).code, 78);
-    await closed;
+    const node = spawnOwnedNode(t, [...command, '-c', dir.file('bad.toml', text)]);
+    t.is((await node.finish()).code, 78); // ended, and stderr read to its end
     t.deepEqual(node.errText, lines);
     t.deepEqual(node.out, []);
     t.deepEqual(node.records, []);

@@ -3,7 +3,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import test from 'ava';
-import { ROOT, spawnNode, tempDir } from '../helpers/node.js';
+import { ROOT, spawnOwnedNode, tempDir } from '../helpers/node.js';
 import { makePki } from '../helpers/pki.js';
 
 const examples = [...readFileSync(join(ROOT, 'README.md'), 'utf8').matchAll(/```toml\n([\s\S]*?)```/g)].map((m) => m[1]!);
@@ -15,8 +15,8 @@ test.serial('the README has configuration examples and every one passes check', 
   const pki = makePki(join(dir.path, 'pki'), ['edge-01', 'relay', 'collector']);
   for (const [i, text] of examples.entries()) {
     const file = dir.file(`example-${i}.toml`, text);
-    const node = spawnNode(['check', '-c', file], { env: { PKI_DIR: pki.dir } });
-    const { code } = await node.exited;
+    const node = spawnOwnedNode(t, ['check', '-c', file], { env: { PKI_DIR: pki.dir } });
+    const { code } = await node.finish(`check of example ${i}`);
     t.is(code, 0, `example ${i}: ${node.errText.join('\n')}`);
     t.regex(node.out.join('\n'), /^configuration ok: \d+ pipelines$/);
   }
@@ -31,8 +31,8 @@ for (const [name, text, message] of broken) {
   test.serial(`check on a broken file (${name}) exits 78 with the error`, async (t) => {
     const dir = tempDir();
     t.teardown(() => dir.remove());
-    const node = spawnNode(['check', '-c', dir.file('bad.toml', text)], { env: { STATUS_EVERY: undefined } });
-    t.is((await node.exited).code, 78);
+    const node = spawnOwnedNode(t, ['check', '-c', dir.file('bad.toml', text)], { env: { STATUS_EVERY: undefined } });
+    t.is((await node.finish()).code, 78);
     t.regex(node.errText.join('\n'), message);
     t.deepEqual(node.out, []);
   });
