@@ -2,8 +2,8 @@
 // polling every 100 ms, follows rename rotation and truncation, and reports positions by path and
 // inode so a reload or a restarted worker resumes without loss or duplicates (DESIGN.md §6).
 
-import { stat as statCb } from 'node:fs';
-import { type FileHandle, open } from 'node:fs/promises';
+import { lstat as lstatCb, stat as statCb } from 'node:fs';
+import { type FileHandle, open, readdir } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import fg from 'fast-glob';
 import type { Entry } from '../core/entry.js';
@@ -21,6 +21,12 @@ const TAIL_INTERVAL_MS = 100;
 const BIRTH_CLOCK_SLACK_MS = 20;
 /** Bytes per read; one read yields one batch. */
 const READ_CHUNK = 64 * 1024;
+/**
+ * How long a rotated file (renamed away, still linked) is tailed after it last grew, ms: the
+ * application may write to its old descriptor until it reopens its log (logrotate's `create`
+ * mode), as Fluent Bit's `rotate_wait`.
+ */
+const ROTATE_WAIT_MS = 5000;
 
 interface FileSourceConfig {
   readonly directory: string;
@@ -104,6 +110,11 @@ export class LineSplitter {
     this.line(whole.toString('utf8'), out);
   }
 
+  /** Skips input up to the next newline: reading starts inside a line whose head was handled. */
+  skipLine(): void {
+    this.skipping = true;
+  }
+
   /** Drops the held partial line and any skip state. */
   reset(): void {
     this.parts = [];
@@ -148,16 +159,28 @@ interface Tail {
   readonly lines: LineSplitter;
   /** next byte to read */
   offset: number;
-  /** the path no longer names this file (renamed or deleted); read to its end, then closed */
+  /**
+   * the path no longer names this file: renamed away (rotated: tailed until idle for
+   * ROTATE_WAIT_MS) or deleted; read to its end, then closed
+   */
   detached: boolean;
-  /** the file has no name left at all */
+  /** the file has no name left at all (nlink 0) */
   deleted: boolean;
+  /** a rotated file's name in the directory now, when found: its positions go under it */
+  renamedTo: string | undefined;
+  /** when the file last grew (or was detached), epoch ms */
+  grewAt: number;
 }
 
 function statPath(path: string): Promise<{ ino: number; size: number; birthtimeMs: number } | undefined> {
   return new Promise((resolve) =>
     statCb(path, (err, st) => resolve(err ? undefined : { ino: st.ino, size: st.size, birthtimeMs: st.birthtimeMs })),
   );
+}
+
+/** The inode of the regular file at `path` itself (a symlink is not followed). */
+function fileInode(path: string): Promise<number | undefined> {
+  return new Promise((resolve) => lstatCb(path, (err, st) => resolve(err || !st.isFile() ? undefined : st.ino)));
 }
 
 /**
@@ -192,8 +215,12 @@ export const createFileSource: SourceFactory = (plugin, ctx): Source => {
     truncations: 0,
     truncated_lines: 0,
   };
-  /** open files by inode */
+  /** open files by inode; insertion order is read order, so a rotated file comes before its successor */
   const tails = new Map<number, Tail>();
+  /** the detached tails among them */
+  const rotated = new Set<Tail>();
+  /** paths that could not be opened, with the inode already warned about */
+  const unopenable = new Map<string, number>();
   const buf = Buffer.allocUnsafe(READ_CHUNK);
   let resumeFrom: SourcePositions = {};
   let firstScan = true;
@@ -220,21 +247,31 @@ export const createFileSource: SourceFactory = (plugin, ctx): Source => {
 
   const closeTail = async (tail: Tail) => {
     tails.delete(tail.inode);
+    rotated.delete(tail);
     counters.active_watchers = tails.size;
     await tail.fh.close().catch(() => undefined);
+  };
+
+  /** Emits the held partial line of `tail`, if any. */
+  const flushTail = (tail: Tail) => {
+    const out: string[] = [];
+    tail.lines.flush(out);
+    emitLines(tail, out);
   };
 
   /** Reads `tail` up to its current end (or until paused/stopped); returns false when paused. */
   const readTail = async (tail: Tail): Promise<boolean> => {
     const st = await tail.fh.stat();
+    if (tail.detached && st.nlink === 0) tail.deleted = true;
     if (st.size < tail.offset) {
       counters.truncations++;
-      const out: string[] = [];
-      tail.lines.flush(out);
-      emitLines(tail, out);
+      flushTail(tail);
       tail.offset = 0;
     }
     let size = st.size;
+    // A rotated file's held partial line comes before its successor's first bytes; until then the
+    // application may still complete it through its old descriptor.
+    if (tail.offset < size && !tail.detached) for (const r of rotated) if (r.path === tail.path && r.lines.pendingBytes > 0) flushTail(r);
     while (tail.offset < size) {
       if (paused || stopped) return false;
       const { bytesRead } = await tail.fh.read(buf, 0, Math.min(READ_CHUNK, size - tail.offset), tail.offset);
@@ -244,6 +281,7 @@ export const createFileSource: SourceFactory = (plugin, ctx): Source => {
         continue;
       }
       tail.offset += bytesRead;
+      tail.grewAt = Date.now();
       counters.bytes_read += bytesRead;
       const out: string[] = [];
       const before = tail.lines.truncated;
@@ -254,14 +292,28 @@ export const createFileSource: SourceFactory = (plugin, ctx): Source => {
     return true;
   };
 
-  const openTail = async (path: string, inode: number, offset: number): Promise<Tail | undefined> => {
+  /**
+   * Opens `path` from `offset`. With `rotatedFrom` (the name the predecessor reported it under) it
+   * is a rotated file handed over: only that inode will do, and it is tailed as detached.
+   */
+  const openTail = async (path: string, inode: number, offset: number, rotatedFrom?: string): Promise<Tail | undefined> => {
     let fh: FileHandle;
     try {
       fh = await open(path, 'r');
-    } catch {
+    } catch (err) {
+      // gone since the scan is no news; anything else (EACCES) is said once per file
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT' && unopenable.get(path) !== inode) {
+        unopenable.set(path, inode);
+        ctx.log.warn({ path, error: errorMessage(err) }, 'File cannot be opened');
+      }
       return undefined;
     }
+    unopenable.delete(path);
     const st = await fh.stat();
+    if (st.ino !== inode && rotatedFrom !== undefined) {
+      await fh.close();
+      return undefined;
+    }
     if (st.ino !== inode) {
       // replaced between the scan and the open: it is newer still, read from its start
       offset = 0;
@@ -273,8 +325,27 @@ export const createFileSource: SourceFactory = (plugin, ctx): Source => {
       }
     }
     if (offset > st.size) offset = 0;
-    const tail: Tail = { path, name: basename(path), inode, fh, lines: new LineSplitter(cfg.max_line_bytes), offset, detached: false, deleted: false };
+    const lines = new LineSplitter(cfg.max_line_bytes);
+    // Reading never starts inside a line: there, the head was had before (a predecessor cutting an
+    // over-long line reports the cut point) or was there before the start (from = "end").
+    if (offset > 0) {
+      const { bytesRead } = await fh.read(buf, 0, 1, offset - 1);
+      if (bytesRead === 1 && buf[0] !== 10) lines.skipLine();
+    }
+    const tail: Tail = {
+      path: rotatedFrom ?? path,
+      name: basename(rotatedFrom ?? path),
+      inode,
+      fh,
+      lines,
+      offset,
+      detached: rotatedFrom !== undefined,
+      deleted: false,
+      renamedTo: rotatedFrom === undefined ? undefined : path,
+      grewAt: Date.now(),
+    };
     tails.set(inode, tail);
+    if (tail.detached) rotated.add(tail);
     counters.active_watchers = tails.size;
     return tail;
   };
@@ -284,6 +355,46 @@ export const createFileSource: SourceFactory = (plugin, ctx): Source => {
     if (same && same.inode === inode) return same;
     for (const p of Object.values(resumeFrom)) if (p.inode === inode) return p;
     return undefined;
+  };
+
+  /** Where the files with these inodes are in the directory now (any name, matching or not). */
+  const findInDirectory = async (inodes: ReadonlySet<number>): Promise<Map<number, string>> => {
+    const found = new Map<number, string>();
+    let names: string[];
+    try {
+      names = await readdir(cfg.directory);
+    } catch {
+      return found;
+    }
+    for (const name of names) {
+      const path = join(cfg.directory, name);
+      const ino = await fileInode(path);
+      if (ino !== undefined && inodes.has(ino) && !found.has(ino)) found.set(ino, path);
+      if (found.size === inodes.size) break;
+    }
+    return found;
+  };
+
+  /**
+   * On the first scan: files the predecessor was still reading that discovery does not see, i.e.
+   * rotated away before or during the handover, are finished as rotated files from their position.
+   */
+  const resumeRotated = async (seen: ReadonlySet<number>) => {
+    const wanted = new Map<number, [string, FilePosition]>();
+    const dirPrefix = join(cfg.directory, '/');
+    for (const [path, pos] of Object.entries(resumeFrom)) {
+      if (!seen.has(pos.inode) && path.startsWith(dirPrefix) && !path.includes('/', dirPrefix.length)) wanted.set(pos.inode, [path, pos]);
+    }
+    if (wanted.size === 0) return;
+    const where = new Map<number, string>();
+    for (const [inode, [path]] of wanted) if ((await fileInode(path)) === inode) where.set(inode, path);
+    const elsewhere = new Set([...wanted.keys()].filter((inode) => !where.has(inode)));
+    if (elsewhere.size > 0) for (const [inode, path] of await findInDirectory(elsewhere)) where.set(inode, path);
+    for (const [inode, now] of where) {
+      const [path, pos] = wanted.get(inode)!;
+      // renamed during the handover: a rotation the predecessor did not see
+      if ((await openTail(now, inode, pos.offset, path)) && now !== path) counters.rotations++;
+    }
   };
 
   /** Finds matching files; new ones are opened (from their start unless they were there at start). */
@@ -296,17 +407,24 @@ export const createFileSource: SourceFactory = (plugin, ctx): Source => {
       ctx.log.warn({ error: errorMessage(err) }, 'File discovery failed');
       return;
     }
-    const seen = new Set<number>();
+    const found: [string, { ino: number; size: number; birthtimeMs: number }][] = [];
     for (const path of paths.sort()) {
       const st = await statPath(path);
-      if (!st) continue;
-      seen.add(st.ino);
+      if (st) found.push([path, st]);
+    }
+    const present = new Set(found.map(([p]) => p));
+    for (const path of unopenable.keys()) if (!present.has(path)) unopenable.delete(path);
+    // opened before any file found now, so they are read before their successors
+    if (firstScan) await resumeRotated(new Set(found.map(([, st]) => st.ino)));
+    for (const [path, st] of found) {
       const known = tails.get(st.ino);
       if (known) {
         // a rotated file that still matches the pattern keeps being tailed under its new name
         if (known.detached && !known.deleted) {
           known.path = path;
           known.detached = false;
+          known.renamedTo = undefined;
+          rotated.delete(known);
         }
         continue;
       }
@@ -324,15 +442,23 @@ export const createFileSource: SourceFactory = (plugin, ctx): Source => {
       await openTail(path, st.ino, offset);
     }
     firstScan = false;
-    for (const tail of [...tails.values()]) if (tail.detached && !seen.has(tail.inode)) tail.deleted = true;
   };
 
-  /** Its name no longer leads to it: renamed away (rotation) or gone (deleted). */
+  /**
+   * Its name no longer leads to it: gone (deleted: closed once read to its end) or renamed away
+   * (rotated: tailed until idle for ROTATE_WAIT_MS, whether or not its new name matches).
+   */
   const detach = async (tail: Tail) => {
     tail.detached = true;
+    tail.grewAt = Date.now();
+    rotated.add(tail);
     const own = await tail.fh.stat();
-    if (own.nlink === 0) tail.deleted = true;
-    else counters.rotations++;
+    if (own.nlink === 0) {
+      tail.deleted = true;
+      return;
+    }
+    counters.rotations++;
+    tail.renamedTo = (await findInDirectory(new Set([tail.inode]))).get(tail.inode);
   };
 
   /** Checks each open file's name: renamed away or replaced means rotation, gone means deleted. */
@@ -361,17 +487,15 @@ export const createFileSource: SourceFactory = (plugin, ctx): Source => {
       if (stopped) return;
       try {
         if (!(await readTail(tail))) return;
-        if (tail.detached) {
-          const out: string[] = [];
-          tail.lines.flush(out);
-          emitLines(tail, out);
+        if (tail.detached && (tail.deleted || Date.now() - tail.grewAt >= ROTATE_WAIT_MS)) {
+          flushTail(tail);
+          await closeTail(tail);
         }
       } catch (err) {
         ctx.log.warn({ path: tail.path, error: errorMessage(err) }, 'File read failed');
         await closeTail(tail);
       }
     }
-    for (const tail of [...tails.values()]) if (tail.deleted) await closeTail(tail);
   };
 
   const run = () => {
@@ -428,8 +552,10 @@ export const createFileSource: SourceFactory = (plugin, ctx): Source => {
     positions() {
       const out: SourcePositions = {};
       for (const tail of tails.values()) {
-        if (tail.detached && out[tail.path]) continue;
-        out[tail.path] = { inode: tail.inode, offset: tail.offset - tail.lines.pendingBytes };
+        // a rotated file goes under its new name, for a successor to finish it
+        const path = tail.detached ? (tail.renamedTo ?? tail.path) : tail.path;
+        if (tail.detached && out[path]) continue;
+        out[path] = { inode: tail.inode, offset: tail.offset - tail.lines.pendingBytes };
       }
       return out;
     },
