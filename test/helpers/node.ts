@@ -2,7 +2,7 @@
 // deadlines; free ports on 127.0.0.1; temp dirs.
 
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, readlinkSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -260,4 +260,26 @@ export function isAlive(pid: number): boolean {
   } catch {
     return false;
   }
+}
+
+/**
+ * Those of `pids` that have `file` open (from /proc/<pid>/fd). A file source keeps the files it
+ * tails open, so this tells which worker runs the pipeline that tails `file`.
+ */
+export function pidsHolding(pids: readonly number[], file: string): number[] {
+  const target = realpathSync(file);
+  const holds = (pid: number, fd: string) => {
+    try {
+      return readlinkSync(`/proc/${pid}/fd/${fd}`) === target;
+    } catch {
+      return false; // closed since the listing
+    }
+  };
+  return pids.filter((pid) => {
+    try {
+      return readdirSync(`/proc/${pid}/fd`).some((fd) => holds(pid, fd));
+    } catch {
+      return false; // gone
+    }
+  });
 }
