@@ -175,8 +175,9 @@ name = "out"
 });
 
 test.serial('a directory with spaces and brackets: * and ? patterns, no dot files, not recursive', async (t) => {
+  const logsOf = (d: TempDir) => join(d.path, 'my logs [prod] (1) {a,b}!');
   const { node, dir } = setup(t, (d) => {
-    const logs = join(d.path, 'my logs [prod] (1) {a,b}!');
+    const logs = logsOf(d);
     mkdirSync(join(logs, 'sub'), { recursive: true });
     writeFileSync(join(logs, 'a b.log'), 'spaced\n');
     writeFileSync(join(logs, 'app-1.log'), 'app one\n');
@@ -212,7 +213,17 @@ type = "stdout"
   });
   t.deepEqual(got.sort(), ['a b.log: spaced', 'app-1.log: app one', 'app-1.log: app one', 'app-22.log: app twenty-two']);
   t.is(latestCounter(node, 'p', 'sources.all.active_watchers'), 3);
-  t.true(dir.path.length > 0);
+  // Files born later: the discovery that finds the visible one passes over the dot file and the
+  // nested one. The visible file sorts last, so anything opened in the same scan is read first.
+  writeFileSync(join(logsOf(dir), '.later'), 'hidden later\n');
+  writeFileSync(join(logsOf(dir), 'sub', 'later.log'), 'nested later\n');
+  writeFileSync(join(logsOf(dir), 'zz-later.log'), 'visible later\n');
+  await waitFor(() => node.out.some((l) => l.includes('"visible later"')), 'the visible file born later');
+  t.deepEqual(
+    node.out.filter((l) => /hidden|nested/.test(l)),
+    [],
+    'no dot file, no file in a subdirectory',
+  );
 });
 
 test.serial('on_full = "block": a stalled sink pauses the file source, and nothing is lost once it resumes', async (t) => {
@@ -258,7 +269,6 @@ on_full = "block"
     return n < total && reps.some((r) => r['sources.f.total_entries'] === n && t1 - Date.parse(r.time as string) >= 1500);
   };
   await waitFor(stalled, 'the source pauses while the sink is stalled');
-  t.true(received.length < total);
   reader.resume();
   await waitFor(() => received.length >= total, `all ${total} entries through the resumed sink`, 40_000);
   t.deepEqual(received, lines('entry', 1, total));
