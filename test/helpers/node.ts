@@ -99,21 +99,12 @@ export function spawnNode(args: readonly string[], opts: SpawnOptions = {}): Run
   const closed = new Promise<ExitStatus>((resolve) => child.once('close', (code: number | null, signal: NodeJS.Signals | null) => resolve({ code, signal })));
   const running = () => child.exitCode === null && child.signalCode === null;
   /** `closed`, or a rejection naming `what` after `ms` (the process SIGKILLed if still running). */
-  const closedWithin = async (what: string, ms: number): Promise<ExitStatus> => {
-    let timer: NodeJS.Timeout | undefined;
-    const late = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => {
-        const state = running() ? 'still running (SIGKILLed now)' : 'exited, but its stdout/stderr stayed open (a process holding the pipe?)';
-        child.kill('SIGKILL');
-        reject(new Error(`timed out after ${ms} ms: ${what}: ${state}`));
-      }, ms);
+  const closedWithin = (what: string, ms: number): Promise<ExitStatus> =>
+    within(closed, ms, () => {
+      const state = running() ? 'still running (SIGKILLed now)' : 'exited, but its stdout/stderr stayed open (a process holding the pipe?)';
+      child.kill('SIGKILL');
+      return new Error(`timed out after ${ms} ms: ${what}: ${state}`);
     });
-    try {
-      return await Promise.race([closed, late]);
-    } finally {
-      clearTimeout(timer);
-    }
-  };
   return {
     child,
     out,
@@ -163,6 +154,31 @@ export async function killWithWorkers(node: RunningNode): Promise<void> {
     }
   }
   await node.exited;
+}
+
+/**
+ * `node.exited` within `ms`: past that, the node is SIGKILLed and this rejects naming `what`.
+ * For a test that measures the exit itself, or keeps stdout paused past it; output is complete
+ * only after `closed` (or `finish()`).
+ */
+export function exitedWithin(node: RunningNode, what: string, ms = 30_000): Promise<ExitStatus> {
+  return within(node.exited, ms, () => {
+    node.child.kill('SIGKILL');
+    return new Error(`timed out after ${ms} ms: ${what}`);
+  });
+}
+
+/** `promise`, or after `ms` a rejection with the error `late()` makes (and whatever it cleans up). */
+export async function within<T>(promise: Promise<T>, ms: number, late: () => Error): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(late()), ms);
+  });
+  try {
+    return await Promise.race([promise, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /** A test's teardown registry (ava's `t`). */

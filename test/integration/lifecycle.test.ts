@@ -3,7 +3,7 @@
 import { appendFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import test from 'ava';
-import { childPids, freePort, isAlive, pidsHolding, type RunningNode, sleep, spawnOwnedNode, tempDir, waitFor } from '../helpers/node.js';
+import { childPids, exitedWithin, freePort, isAlive, pidsHolding, type RunningNode, sleep, spawnOwnedNode, tempDir, waitFor } from '../helpers/node.js';
 import { latestStatus } from '../helpers/status.js';
 
 const filePipeline = (name: string, dir: string, filter = 'NEVER-MATCHES') => `
@@ -412,9 +412,9 @@ type = "stdout"
   second.signal('SIGTERM');
   await waitFor(() => second.records.some((r) => r.msg === 'Shutting down'), 'first signal taken');
   second.signal('SIGTERM');
-  await waitFor(() => second.child.exitCode !== null || second.child.signalCode !== null, 'exit after the second signal', 15_000);
+  const { code } = await exitedWithin(second, 'exit after the second signal', 15_000);
   t.true(Date.now() - t1 < 5000, 'exited at once, not after the 60 s deadline');
-  t.not(second.child.exitCode, 0);
+  t.not(code, 0);
   // still not reading: the workers end by the primary's kill, not by a drain
   await waitFor(() => workers.every((p) => !isAlive(p)), 'no worker outlives the primary', 5000);
 });

@@ -8,7 +8,7 @@ import test, { type ExecutionContext } from 'ava';
 import { runOverload } from '../../bench/overload.js';
 import { fifoReader } from '../helpers/fifo.js';
 import { latestCounter, latestStatus } from '../helpers/status.js';
-import { type RunningNode, sleep, spawnNode, type TempDir, tempDir, waitFor } from '../helpers/node.js';
+import { exitedWithin, type RunningNode, sleep, spawnNode, type TempDir, tempDir, waitFor } from '../helpers/node.js';
 
 const toml = (s: string) => JSON.stringify(s);
 const MiB = 1024 * 1024;
@@ -145,14 +145,15 @@ buffer_size = 100000
   await waitFor(() => latestCounter(node, 'p', 'sources.f.total_entries') === total, `the source read all ${total} entries`);
   t.is(latestCounter(node, 'p', 'total_dropped_by_sink'), 0);
   node.signal('SIGTERM');
-  const { code } = await node.exited;
+  const { code } = await exitedWithin(node, 'the cut drain ends');
   t.is(code, 1, 'exit 1: the deadline cut the drain short');
-  const cut = node.records.find((r) => r.msg === 'Drain deadline passed, entries abandoned');
-  t.is(cut?.pipeline, 'p');
-  const abandoned = cut?.abandoned as number;
   // what was not abandoned reaches the reader once it reads again, whole and in order
   node.child.stdout!.resume();
-  await waitFor(() => node.child.stdout!.readableEnded, 'stdout closed');
+  await node.finish('stdout and stderr read to their end');
+  const cut = node.records.find((r) => r.msg === 'Drain deadline passed, entries abandoned');
+  t.is(cut?.pipeline, 'p');
+  const abandoned = cut?.abandoned;
+  if (typeof abandoned !== 'number') return t.fail(`no abandoned count: ${JSON.stringify(cut)}`);
   t.deepEqual(node.out, all.slice(0, node.out.length));
   t.is(node.out.length + abandoned, total, `${node.out.length} delivered + ${abandoned} abandoned = ${total}`);
 });
@@ -192,8 +193,9 @@ buffer_size = 100000
   await waitFor(() => latestCounter(node, 'p', 'sources.f.total_entries') === total, `the source read all ${total} entries`);
   const t0 = Date.now();
   node.signal('SIGTERM');
-  const { code } = await node.exited;
+  const { code } = await exitedWithin(node, 'the cut drain ends');
   const took = Date.now() - t0;
+  await node.finish('stdout and stderr read to their end');
   t.is(code, 1, 'exit 1: the deadline cut the drain short');
   const cut = node.records.find((r) => r.msg === 'Drain deadline passed, entries abandoned');
   t.true(Number(cut?.abandoned) > 0, 'the abandoned entries are counted');
@@ -261,7 +263,7 @@ on_full = "block"
   // let the stop order reach the worker while the sink is still stalled, so the drain starts with the queue full
   await sleep(300);
   reader.resume();
-  const { code } = await node.exited;
+  const { code } = await node.finish('the drain ends', 60_000);
   t.is(code, 0, 'exit 0: the queue drained');
   await waitFor(() => received.length >= total || reader.closed, 'the FIFO reader has everything');
   t.is(received.length, total);
