@@ -65,6 +65,8 @@ export interface LocalEnv {
  * Maps compose environments to local ones: a `X_HOST` naming a service becomes 127.0.0.1 and its
  * `X_PORT` the local port of that service's container port; any other `*_PORT` is the service's
  * own listener; `PKI_DIR` is the local PKI; other `*_DIR` paths get a temp directory each.
+ * Nothing listens beyond loopback: every `${X_HOST…}` the service's deploy file reads is
+ * 127.0.0.1 too (its default may be 0.0.0.0), and a compose `X_HOST` naming no service is refused.
  */
 export async function localEnv(compose: Compose, root: string, pkiDir: string): Promise<LocalEnv> {
   const ports = new Map<string, number>();
@@ -77,11 +79,13 @@ export async function localEnv(compose: Compose, root: string, pkiDir: string): 
   const dirs: Record<string, Record<string, string>> = {};
   for (const name of nodeServices(compose)) {
     const src = compose.services[name]!.environment ?? {};
-    const out: Record<string, string> = { CHAIN_HOST: '127.0.0.1', STREAM_HOST: '127.0.0.1' };
+    const out: Record<string, string> = {};
+    for (const m of readFileSync(configFileOf(compose.services[name]!), 'utf8').matchAll(/\$\{(\w+_HOST)\b/g)) out[m[1]!] = '127.0.0.1';
     dirs[name] = {};
     for (const [key, value] of Object.entries(src)) {
       if (key.endsWith('_HOST')) {
-        out[key] = value in compose.services ? '127.0.0.1' : value;
+        if (!(value in compose.services)) throw new Error(`${name}: ${key}=${value} names no compose service, so it has no local address`);
+        out[key] = '127.0.0.1';
       } else if (key.endsWith('_PORT')) {
         const hostVar = `${key.slice(0, -'_PORT'.length)}_HOST`;
         const target = src[hostVar] ?? name;
@@ -112,7 +116,10 @@ export interface Fleet {
   stopAll(): Promise<void>;
 }
 
-/** Starts every node service in dependency order, each once its pipelines have started. */
+/**
+ * Starts every node service in dependency order, each once its pipelines have started; when one
+ * fails to start, the ones already running are stopped before the error goes on.
+ */
 export async function startFleet(root: string, extraArgs: readonly string[] = []): Promise<Fleet> {
   const compose = readCompose();
   const pki = makePki(join(root, 'pki'), pkiNames(compose));
@@ -148,14 +155,22 @@ export async function startFleet(root: string, extraArgs: readonly string[] = []
     },
     async stopAll() {
       // Downstream last, so upstream drains find their peers.
+      // Each node is stopped even when one before it failed to; the first failure goes on.
       const order = nodeServices(compose).reverse();
+      let failure: unknown;
       for (const name of order) {
         const node = nodes.get(name);
-        if (node) await node.stop(15_000);
         nodes.delete(name);
+        if (node) await node.stop(15_000).catch((err: unknown) => (failure ??= err));
       }
+      if (failure) throw failure;
     },
   };
-  for (const name of nodeServices(compose)) await fleet.start(name);
+  try {
+    for (const name of nodeServices(compose)) await fleet.start(name);
+  } catch (err) {
+    await fleet.stopAll().catch(() => undefined);
+    throw err;
+  }
   return fleet;
 }

@@ -1,13 +1,14 @@
 // The fleet of compose.yaml run as local processes from the same deploy/ files (issue 8).
 
 import { spawnSync } from 'node:child_process';
-import { appendFileSync, existsSync, readdirSync, readFileSync } from 'node:fs';
+import { appendFileSync, closeSync, existsSync, openSync, readdirSync, readSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import test from 'ava';
 import { loadConfig } from '../../src/config/load.js';
 import type { Config } from '../../src/config/schema.js';
 import { configFileOf, type Fleet, localEnv, nodeServices, pkiNames, readCompose, startFleet } from '../helpers/fleet.js';
-import { childPids, ROOT, sleep, spawnNode, tempDir, waitFor } from '../helpers/node.js';
+import { childPids, pidsHolding, ROOT, sleep, spawnOwnedNode, tempDir, waitFor } from '../helpers/node.js';
+import { latestStatus } from '../helpers/status.js';
 import { makePki } from '../helpers/pki.js';
 
 const CHAIN_TYPES = new Set(['tcp_chain', 'http_chain']);
@@ -34,8 +35,8 @@ test.serial('every deploy/ file passes check and compose wires every chain sink 
     t.truthy(service.healthcheck?.test, `${name}: health check`);
     configs.set(name, loadConfig({ file: configFileOf(service), env: service.environment ?? {}, flags: new Map() }));
     // The local view: the project's own `check` builds every plugin (certificates read).
-    const check = spawnNode(['check', ...(service.command ?? [])], { env: local.env[name] });
-    const { code } = await check.exited;
+    const check = spawnOwnedNode(t, ['check', ...(service.command ?? [])], { env: local.env[name] });
+    const { code } = await check.finish(`check of ${name}`);
     t.is(code, 0, `${name}: ${check.errText.join('\n')}`);
     t.regex(check.out.join(''), /^configuration ok: \d+ pipelines$/);
   }
@@ -76,18 +77,37 @@ test.serial('every deploy/ file passes check and compose wires every chain sink 
   t.is(compose.services.collector?.depends_on?.pki?.condition, 'service_completed_successfully');
 });
 
-/** Messages written to the collector's file sink (JSON lines), with counts. */
-function collected(fleet: Fleet): Map<string, number> {
+/**
+ * Reads the collector's file sink (JSON lines) as it grows: each call parses only the whole lines
+ * added since the last one and returns every message so far with how often it arrived.
+ */
+function collectorReader(fleet: Fleet): () => Map<string, number> {
   const dir = fleet.local.dirs.collector!.DATA_DIR!;
   const counts = new Map<string, number>();
-  for (const f of readdirSync(dir).filter((x) => x.endsWith('.log'))) {
-    for (const line of readFileSync(join(dir, f), 'utf8').split('\n')) {
-      if (!line) continue;
-      const m = (JSON.parse(line) as { message: string }).message;
-      counts.set(m, (counts.get(m) ?? 0) + 1);
+  const consumed = new Map<string, number>();
+  return () => {
+    for (const f of readdirSync(dir).filter((x) => x.endsWith('.log'))) {
+      const path = join(dir, f);
+      const from = consumed.get(f) ?? 0;
+      const size = statSync(path).size;
+      if (size <= from) continue;
+      const buf = Buffer.alloc(size - from);
+      const fd = openSync(path, 'r');
+      try {
+        readSync(fd, buf, 0, buf.length, from);
+      } finally {
+        closeSync(fd);
+      }
+      const whole = buf.lastIndexOf(10) + 1;
+      for (const line of buf.subarray(0, whole).toString('utf8').split('\n')) {
+        if (!line) continue;
+        const m = (JSON.parse(line) as { message: string }).message;
+        counts.set(m, (counts.get(m) ?? 0) + 1);
+      }
+      consumed.set(f, from + whole);
     }
-  }
-  return counts;
+    return counts;
+  };
 }
 
 function missingOf(counts: Map<string, number>, prefix: string, total: number): number[] {
@@ -96,24 +116,31 @@ function missingOf(counts: Map<string, number>, prefix: string, total: number): 
   return missing;
 }
 
+const numberedLines = (prefix: string, from: number, to: number): string => {
+  let text = '';
+  for (let i = from; i <= to; i++) text += `${prefix}-${String(i).padStart(6, '0')}\n`;
+  return text;
+};
+
 async function writeLines(file: string, prefix: string, from: number, to: number, perBatch: number, everyMs: number) {
-  for (let i = from; i <= to; ) {
-    let chunk = '';
-    for (let k = 0; k < perBatch && i <= to; k++, i++) chunk += `${prefix}-${String(i).padStart(6, '0')}\n`;
-    appendFileSync(file, chunk);
+  for (let i = from; i <= to; i += perBatch) {
+    appendFileSync(file, numberedLines(prefix, i, Math.min(to, i + perBatch - 1)));
     if (everyMs > 0) await sleep(everyMs);
   }
 }
 
 for (const restart of [false, true]) {
   test.serial(`dual chain: relay-a killed mid-stream${restart ? ' and restarted later' : ''}, every line reaches the collector`, async (t) => {
+    // the fleet's start (up to 4 × 30 s), the restart (30 s) and the waits below
+    t.timeout(300_000);
     const dir = tempDir();
     t.teardown(() => dir.remove());
     const fleet = await startFleet(dir.path, ['--status_interval_ms=1000']);
     t.teardown(() => fleet.stopAll());
+    const collected = collectorReader(fleet);
     const appLog = join(fleet.local.dirs.edge!.APP_LOG_DIR!, 'app.log');
     await writeLines(appLog, 'dual', 1, 1000, 20, 10);
-    await waitFor(() => collected(fleet).has('dual-000500'), 'lines flow to the collector');
+    await waitFor(() => collected().has('dual-000500'), 'lines flow to the collector');
     await fleet.kill('relay-a');
     await writeLines(appLog, 'dual', 1001, 2000, 20, 10);
     if (restart) {
@@ -122,14 +149,14 @@ for (const restart of [false, true]) {
     }
     const total = restart ? 3000 : 2000;
     try {
-      await waitFor(() => missingOf(collected(fleet), 'dual', total).length === 0, `all ${total} lines at the collector`, 60_000);
+      await waitFor(() => missingOf(collected(), 'dual', total).length === 0, `all ${total} lines at the collector`, 60_000);
     } catch (err) {
-      const missing = missingOf(collected(fleet), 'dual', total);
+      const missing = missingOf(collected(), 'dual', total);
       t.log(`missing ${missing.length}: ${missing.slice(0, 10).join(' ')} … ${missing.slice(-10).join(' ')}`);
       for (const [name, node] of fleet.nodes) t.log(name, JSON.stringify(node.records.filter((r) => r.level !== 'info').slice(-6)));
       throw err;
     }
-    const counts = collected(fleet);
+    const counts = collected();
     const dups = [...counts.values()].filter((c) => c > 1).length;
     t.log(`${total} lines, ${dups} arrived more than once (dual chain: both relays forward each line)`);
     t.deepEqual(missingOf(counts, 'dual', total), []);
@@ -137,16 +164,32 @@ for (const restart of [false, true]) {
 }
 
 test.serial('chain through relays: 100,000 lines written at the edge reach the collector complete over mutual TLS', async (t) => {
+  // the fleet's start (up to 4 × 30 s), the paced writing (up to 180 s) and the last wait (60 s)
+  t.timeout(420_000);
   const dir = tempDir();
   t.teardown(() => dir.remove());
   const fleet = await startFleet(dir.path);
   t.teardown(() => fleet.stopAll());
+  const collected = collectorReader(fleet);
   const appLog = join(fleet.local.dirs.edge!.APP_LOG_DIR!, 'bulk.log');
   const t0 = Date.now();
-  // 20,000 lines/s: an edge's chain sinks drop (counted) rather than stall when a burst outruns
-  // a link, so the writer keeps a pace the links sustain on a loaded 2-core machine.
-  await writeLines(appLog, 'bulk', 1, 100_000, 1000, 50);
-  await waitFor(() => missingOf(collected(fleet), 'bulk', 100_000).length === 0, 'all 100,000 lines at the collector', 120_000);
+  // An edge's chain sinks drop (counted) rather than stall when their queue (20,000) is full, so
+  // the writer paces itself by the collector: at most LEAD lines ahead of what has arrived there.
+  // Each link delivers in order, so the link that brought the most is at most LEAD + CHUNK behind
+  // the writer and never drops; whatever the machine's speed, every line gets through.
+  const total = 100_000;
+  const CHUNK = 1000;
+  const LEAD = 5000;
+  const deadline = Date.now() + 180_000;
+  for (let from = 1; from <= total; from += CHUNK) {
+    await waitFor(
+      () => collected().size >= from - 1 - LEAD,
+      `the collector within ${LEAD} lines of the writer before line ${from}`,
+      Math.max(0, deadline - Date.now()),
+    );
+    appendFileSync(appLog, numberedLines('bulk', from, Math.min(total, from + CHUNK - 1)));
+  }
+  await waitFor(() => missingOf(collected(), 'bulk', total).length === 0, `all ${total} lines at the collector`, 60_000);
   t.log(`100,000 lines edge → relays → collector in ${Date.now() - t0} ms`);
   const relayRecords = ['relay-a', 'relay-b'].flatMap((n) => fleet.node(n).records);
   t.deepEqual(
@@ -156,10 +199,14 @@ test.serial('chain through relays: 100,000 lines written at the edge reach the c
 });
 
 test.serial('crash isolation in the fleet: SIGKILL of the edge app worker leaves audit delivering without a gap', async (t) => {
+  // the fleet's start (up to 4 × 30 s) and the waits below
+  t.timeout(300_000);
   const dir = tempDir();
   t.teardown(() => dir.remove());
-  const fleet = await startFleet(dir.path);
+  // status reports (at debug) tell when the edge's primary holds the app source's position
+  const fleet = await startFleet(dir.path, ['--status_interval_ms=200', '--logging.level=debug']);
   t.teardown(() => fleet.stopAll());
+  const collected = collectorReader(fleet);
   const edge = fleet.node('edge');
   const appLog = join(fleet.local.dirs.edge!.APP_LOG_DIR!, 'app.log');
   const auditLog = join(fleet.local.dirs.edge!.AUDIT_LOG_DIR!, 'audit.log');
@@ -174,27 +221,42 @@ test.serial('crash isolation in the fleet: SIGKILL of the edge app worker leaves
   };
   let stopAudit = false;
   let audits = 0;
+  let auditFailure: unknown;
   const auditWriter = (async () => {
     while (!stopAudit && audits < 2000) {
       await writeLines(auditLog, 'audit', audits + 1, audits + 1, 1, 0);
       audits++;
       await sleep(25);
     }
-  })();
+  })().catch((err: unknown) => {
+    auditFailure = err;
+  });
+  // stopped before the directories go (teardowns run last registered first)
+  t.teardown(async () => {
+    stopAudit = true;
+    await auditWriter;
+  });
   await writeLines(appLog, 'app', 1, 50, 10, 5);
-  await waitFor(() => collected(fleet).has('app-000050') && arrivals.length > 10, 'both pipelines deliver');
-  await sleep(1200); // positions reach the primary once a second
+  await waitFor(() => collected().has('app-000050') && arrivals.length > 10, 'both pipelines deliver');
+  // Positions travel with the counters in the worker's stats: once a report shows all 50 lines
+  // (11 bytes each) read, the primary holds the position past them.
+  await waitFor(() => Number(latestStatus(edge, 'app')?.['sources.app.bytes_read']) >= 50 * 11, 'a status report with the 50 app lines read');
   const workers = await childPids(edge.child.pid!);
-  const appWorker = Math.min(...workers); // pipelines fork in configuration order: app first
+  t.is(workers.length, 2);
+  // the app pipeline's worker is the one that holds app.log open
+  const holding = pidsHolding(workers, appLog);
+  t.is(holding.length, 1, `one worker holds ${appLog}: ${holding.join(' ')}`);
+  const appWorker = holding[0]!;
   const killedAt = Date.now();
   process.kill(appWorker, 'SIGKILL');
   await writeLines(appLog, 'app', 51, 150, 10, 20);
   const crash = await waitFor(() => edge.records.find((r) => r.msg === 'Pipeline process exited unexpectedly'), 'crash logged');
   t.is(crash.pipeline, 'app');
-  await waitFor(() => missingOf(collected(fleet), 'app', 150).length === 0, 'app lines written after the kill arrive', 30_000);
-  await sleep(1500);
+  await waitFor(() => missingOf(collected(), 'app', 150).length === 0, 'app lines written after the kill arrive', 30_000);
+  await sleep(1500); // audit lines keep coming a while after the app lines
   stopAudit = true;
   await auditWriter;
+  t.is(auditFailure, undefined, 'the audit writer ran to its end');
   const window = arrivals.filter((x) => x >= killedAt - 1000);
   let maxGap = 0;
   for (let i = 1; i < window.length; i++) maxGap = Math.max(maxGap, window[i]! - window[i - 1]!);
