@@ -2,12 +2,13 @@
 // certificates: certificates are made at run time with deploy/pki.sh (openssl).
 
 import { readFileSync } from 'node:fs';
+import type { ClientRequest } from 'node:http';
 import { request } from 'node:https';
 import { join } from 'node:path';
 import { connect, type TLSSocket } from 'node:tls';
 import test from 'ava';
 import { chainSinkToml, chainSourceToml, RECEIVER_HEAD, SENDER_HEAD, tlsBlock } from '../helpers/chain.js';
-import { freePort, nodeStarter, type RunningNode, tempDir, waitFor, waitReady } from '../helpers/node.js';
+import { freePort, nodeStarter, type RunningNode, tempDir, waitFor, waitReady, within } from '../helpers/node.js';
 import { makePki, type Pki } from '../helpers/pki.js';
 import { latestStatus } from '../helpers/status.js';
 
@@ -75,14 +76,18 @@ async function tcpAttempt(name: string | undefined, p: Pki = pki): Promise<Attem
     if (result.lines.includes('{"ack":1}')) socket.end();
   });
   socket.on('error', () => {});
-  await new Promise((resolve) => socket.once('close', resolve));
+  await within(new Promise((resolve) => socket.once('close', resolve)), 10_000, () => {
+    socket.destroy();
+    return new Error(`tcp attempt as ${name}: the connection still open after 10 s (${JSON.stringify(result)})`);
+  });
   return result;
 }
 
-/** POSTs one entry to the http_chain source as `name`; the status, or the error text. */
+/** POSTs one entry to the http_chain source as `name`; the status, or the error text (no answer in 10 s fails). */
 function httpAttempt(name: string | undefined, p: Pki = pki): Promise<number | string> {
-  return new Promise((resolve) => {
-    const req = request(
+  let req: ClientRequest | undefined;
+  const attempt = new Promise<number | string>((resolve) => {
+    req = request(
       {
         host: '127.0.0.1',
         port: httpPort,
@@ -101,6 +106,10 @@ function httpAttempt(name: string | undefined, p: Pki = pki): Promise<number | s
     );
     req.on('error', (err) => resolve(err.message));
     req.end(`${JSON.stringify({ time: new Date().toISOString(), source: 't', message: `http from ${name}` })}\n`);
+  });
+  return within(attempt, 10_000, () => {
+    req?.destroy();
+    return new Error(`http attempt as ${name}: no answer within 10 s`);
   });
 }
 
@@ -185,6 +194,7 @@ name = "p"
 id = "in"
 type = "${type}"
 [pipelines.plugin_sources.config]
+host = "127.0.0.1"
 port = ${port}
 ${tlsBlock('pipelines.plugin_sources.config', { cert_file: pki.cert('relay'), key_file: pki.key('relay') })}
 [pipelines.plugin_sources.config.auth]
@@ -193,7 +203,7 @@ allow = ["edge-01"]
 type = "null"
 `,
     );
-    const { code } = await node.exited;
+    const { code } = await node.finish();
     t.is(code, 78);
     const text = [...node.records.map((r) => JSON.stringify(r)), ...node.errText].join('\n');
     t.regex(text, /failed to create source in: auth: /);
