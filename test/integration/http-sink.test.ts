@@ -6,7 +6,7 @@ import { readFileSync } from 'node:fs';
 import { type ClientRequest, type IncomingMessage, request } from 'node:http';
 import test from 'ava';
 import { EventSource } from 'eventsource';
-import { childPids, freePort, type RunningNode, startOwnedNode, type Teardown, waitFor } from '../helpers/node.js';
+import { childPids, freePort, type RunningNode, startOwnedNode, type Teardown, waitFor, within } from '../helpers/node.js';
 import { localPluginToml, randomSourceToml } from '../helpers/toml.js';
 
 interface Reply {
@@ -15,18 +15,25 @@ interface Reply {
   readonly body: string;
 }
 
+/** One request on a fresh connection; the whole answer, or a rejection (no full answer within 10 s included). */
 function get(port: number, path: string, method = 'GET'): Promise<Reply> {
-  return new Promise((resolve, reject) => {
-    const req = request({ host: '127.0.0.1', port, path, method, agent: false }, (res) => {
+  let req: ClientRequest | undefined;
+  const reply = new Promise<Reply>((resolve, reject) => {
+    req = request({ host: '127.0.0.1', port, path, method, agent: false }, (res) => {
       let body = '';
       res.setEncoding('utf8');
       res.on('data', (c: string) => {
         body += c;
       });
       res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
+      res.on('error', reject);
     });
     req.on('error', reject);
     req.end();
+  });
+  return within(reply, 10_000, () => {
+    req?.destroy();
+    return new Error(`${method} ${path} on ${port}: no full answer within 10 s`);
   });
 }
 
@@ -197,11 +204,11 @@ test.serial('eventsource package receives entries; status document has exactly t
     const d = await status(port);
     return d.server.active_clients === 1 && d.statistics.total_processed > 0 ? d : undefined;
   }, 'active_clients 1 with a stream open');
-  const p2 = await waitFor(async () => {
+  await waitFor(async () => {
     const d = await status(port);
-    return d.statistics.total_processed > p1.statistics.total_processed ? d : undefined;
+    return d.statistics.total_processed > p1.statistics.total_processed;
   }, 'total_processed rises');
-  t.true(p2.server.uptime_seconds >= 0);
+  await waitFor(async () => (await status(port)).server.uptime_seconds > p1.server.uptime_seconds, `uptime_seconds grows past ${p1.server.uptime_seconds}`);
   es.close();
   await waitFor(async () => (await status(port)).server.active_clients === 0, 'active_clients back to 0 after the client left');
   t.is(await node.stop(), 0);
