@@ -14,7 +14,7 @@ import {
   parseReceived as parse,
   QUICK_BACKOFF,
 } from '../helpers/chain.js';
-import { freePort, killWithWorkers, nodeStarter, type RunningNode, tempDir, waitFor, waitReady } from '../helpers/node.js';
+import { freePort, killWithWorkers, nodeStarter, type RunningNode, tempDir, waitFor, waitReady, within } from '../helpers/node.js';
 import { latestStatus } from '../helpers/status.js';
 
 const tmp = tempDir('logrelay-http-chain-');
@@ -56,14 +56,16 @@ async function fakePeer(answer: (n: number, req: IncomingMessage, body: string) 
 }
 
 test.serial('100,000 numbered entries arrive complete through http_chain, with node set', async (t) => {
+  // two starts (20 s each), the feed (60 s) and the delivery (45 s)
+  t.timeout(180_000);
   const port = await freePort();
   const b = start('recv1', receiverToml(port));
   await waitReady(b, 'receiver');
   const a = start('send1', senderToml(port, 'on_full = "block"'), [], true);
   await waitReady(a, 'sender');
   const total = 100_000;
-  await feed(a.child.stdin!, total, 10_000, 0);
-  await waitFor(() => b.out.length >= total, `all ${total} entries at the receiver (have ${b.out.length})`, 45_000);
+  await within(feed(a.child.stdin!, total, 10_000, 0), 60_000, () => new Error(`the sender took not all ${total} entries within 60 s`));
+  await waitFor(() => b.out.length >= total, `all ${total} entries at the receiver`, 45_000);
   const got = parse(b.out);
   t.is(got.length, total);
   const seen = new Set(got.map(numberOf));
@@ -73,6 +75,9 @@ test.serial('100,000 numbered entries arrive complete through http_chain, with n
 });
 
 test.serial('receiver killed with SIGKILL and restarted: the http_chain sink retries and every entry arrives', async (t) => {
+  // two starts (20 s each), the first delivery (30 s), the failed attempts (20 s), the feed (60 s)
+  // and the full delivery (45 s)
+  t.timeout(240_000);
   const port = await freePort();
   const cfg = receiverToml(port);
   const b1 = start('recv2', cfg);
@@ -87,14 +92,16 @@ test.serial('receiver killed with SIGKILL and restarted: the http_chain sink ret
   t.true(firstRun < total, 'the receiver was killed mid-stream');
   await waitFor(() => Number(latestStatus(a, 'send')?.['sinks.link.reconnects'] ?? 0) > 0, 'sender counts failed attempts', 20_000);
   const b2 = start('recv2', cfg);
-  await feeding;
+  await within(feeding, 60_000, () => new Error(`the sender took not all ${total} entries within 60 s`));
   const seen = new Map<number, number>();
   const count = () => countNumbered(seen, [b1.out, b2.out]);
-  await waitFor(() => count() >= total, `every entry at least once (have ${seen.size} of ${total})`, 45_000);
+  await waitFor(() => count() >= total, `every entry at least once of ${total}`, 45_000);
   const duplicates = duplicatesIn(seen);
   t.log(`first receiver got ${firstRun}, second ${b2.out.length}; duplicates: ${duplicates}`);
   for (let i = 0; i < total; i++) if (!seen.has(i)) t.fail(`entry ${i} missing`);
-  t.is(latestStatus(a, 'send')?.['sinks.link.dropped_batches'] ?? 0, 0);
+  const dropped = latestStatus(a, 'send')?.['sinks.link.dropped_batches'];
+  t.is(typeof dropped, 'number', 'the sender reports dropped_batches');
+  t.is(dropped, 0);
 });
 
 test.serial('a peer answering 413 makes the sink drop batches with an ERROR; a 503 peer is retried until it recovers', async (t) => {

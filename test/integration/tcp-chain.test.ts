@@ -3,7 +3,7 @@
 
 import test from 'ava';
 import { chainReceiverToml, chainSenderToml, countNumbered, duplicatesIn, feed, numberOf, parseReceived as parse } from '../helpers/chain.js';
-import { freePort, killWithWorkers, nodeStarter, type RunningNode, tempDir, waitFor, waitReady } from '../helpers/node.js';
+import { freePort, killWithWorkers, nodeStarter, type RunningNode, tempDir, waitFor, waitReady, within } from '../helpers/node.js';
 import { latestStatus } from '../helpers/status.js';
 
 const tmp = tempDir('logrelay-tcp-chain-');
@@ -19,14 +19,16 @@ const receiverToml = (port: number) => chainReceiverToml('tcp_chain', port);
 const senderToml = (port: number, extra = '') => chainSenderToml('tcp_chain', port, 'edge-a', extra);
 
 test.serial('100,000 numbered entries arrive complete, in order, with node set', async (t) => {
+  // two starts (20 s each), the feed (60 s) and the delivery (45 s)
+  t.timeout(180_000);
   const port = await freePort();
   const b = start('recv1', receiverToml(port));
   await waitReady(b, 'receiver');
   const a = start('send1', senderToml(port, 'on_full = "block"'), [], true);
   await waitReady(a, 'sender');
   const total = 100_000;
-  await feed(a.child.stdin!, total, 10_000, 0);
-  await waitFor(() => b.out.length >= total, `all ${total} entries at the receiver (have ${b.out.length})`, 45_000);
+  await within(feed(a.child.stdin!, total, 10_000, 0), 60_000, () => new Error(`the sender took not all ${total} entries within 60 s`));
+  await waitFor(() => b.out.length >= total, `all ${total} entries at the receiver`, 45_000);
   const got = parse(b.out);
   t.is(got.length, total);
   let inOrder = true;
@@ -42,6 +44,9 @@ test.serial('100,000 numbered entries arrive complete, in order, with node set',
 });
 
 test.serial('receiver killed with SIGKILL and restarted: sender reconnects, every entry arrives at least once', async (t) => {
+  // two starts (20 s each), the first delivery (30 s), the link down (20 s), the feed (60 s), the
+  // full delivery (45 s) and the reconnect report (20 s)
+  t.timeout(270_000);
   const port = await freePort();
   const cfg = receiverToml(port);
   const b1 = start('recv2', cfg);
@@ -56,10 +61,10 @@ test.serial('receiver killed with SIGKILL and restarted: sender reconnects, ever
   t.true(firstRun < total, 'the receiver was killed mid-stream');
   await waitFor(() => latestStatus(a, 'send')?.['sinks.link.connected'] === 0, 'sender notices the link is down', 20_000);
   const b2 = start('recv2', cfg);
-  await feeding;
+  await within(feeding, 60_000, () => new Error(`the sender took not all ${total} entries within 60 s`));
   const seen = new Map<number, number>();
   const count = () => countNumbered(seen, [b1.out, b2.out]);
-  await waitFor(() => count() >= total, `every entry at least once (have ${seen.size} of ${total})`, 45_000);
+  await waitFor(() => count() >= total, `every entry at least once of ${total}`, 45_000);
   const duplicates = duplicatesIn(seen);
   t.log(`first receiver got ${firstRun}, second ${b2.out.length}; duplicates: ${duplicates}`);
   for (let i = 0; i < total; i++) if (!seen.has(i)) t.fail(`entry ${i} missing`);
@@ -72,6 +77,8 @@ test.serial('receiver killed with SIGKILL and restarted: sender reconnects, ever
 });
 
 test.serial('an unreachable receiver fills the sink queue and drops there; the other sink gets everything', async (t) => {
+  // the start (20 s), the feed (60 s), the delivery (30 s) and the report (20 s)
+  t.timeout(180_000);
   const port = await freePort();
   const toml = `${senderToml(port, 'buffer_size = 500')}
 [[pipelines.plugin_sinks]]
@@ -84,8 +91,8 @@ on_full = "block"
   const a = start('send3', toml, ['--logging.level=debug'], true);
   await waitReady(a, 'sender');
   const total = 20_000;
-  await feed(a.child.stdin!, total, 1000, 5);
-  await waitFor(() => a.out.length >= total, `stdout sink got all ${total} (has ${a.out.length})`, 30_000);
+  await within(feed(a.child.stdin!, total, 1000, 5), 60_000, () => new Error(`the sender took not all ${total} entries within 60 s`));
+  await waitFor(() => a.out.length >= total, `stdout sink got all ${total}`, 30_000);
   t.is(a.out[total - 1], `entry ${String(total - 1).padStart(6, '0')}`);
   const status = await waitFor(() => {
     const s = latestStatus(a, 'send');
