@@ -2,11 +2,11 @@
 // status report rise, and a well-behaved link on another connection keeps flowing meanwhile.
 
 import { randomBytes } from 'node:crypto';
-import { request } from 'node:http';
+import { type ClientRequest, request } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import test from 'ava';
 import { chainSourceToml, RECEIVER_HEAD } from '../helpers/chain.js';
-import { freePort, type RunningNode, spawnNode, tempDir, waitFor } from '../helpers/node.js';
+import { freePort, type RunningNode, spawnNode, tempDir, waitFor, within } from '../helpers/node.js';
 import { latestStatus } from '../helpers/status.js';
 
 const tmp = tempDir('logrelay-bad-peers-');
@@ -19,7 +19,8 @@ test.after.always(async () => {
 interface Peer {
   readonly socket: Socket;
   readonly lines: string[];
-  readonly closed: Promise<void>;
+  /** Resolves once the source closed the connection; fails naming `what` if it is open after 10 s. */
+  closedBy(what: string): Promise<void>;
   send(text: string): void;
   waitLine(match: (l: string) => boolean, what: string): Promise<string>;
 }
@@ -45,7 +46,11 @@ async function dial(port: number): Promise<Peer> {
   return {
     socket,
     lines,
-    closed,
+    closedBy: (what) =>
+      within(closed, 10_000, () => {
+        socket.destroy();
+        return new Error(`${what}: the connection is still open after 10 s (lines ${JSON.stringify(lines)})`);
+      }),
     send: (text) => void socket.write(text),
     waitLine: (match, what) => waitFor(() => lines.find(match), what, 10_000),
   };
@@ -57,18 +62,34 @@ interface Reply {
   body: string;
 }
 
+/**
+ * One request on a fresh connection: the answer once it has come (its body as far as it got), or
+ * a rejection when the request fails before any answer or none comes within 10 s.
+ */
 function httpCall(port: number, method: string, path: string, headers: Record<string, string | number>, body?: string | Buffer): Promise<Reply> {
-  return new Promise((resolve, reject) => {
-    const req = request({ host: '127.0.0.1', port, method, path, headers, agent: false }, (res) => {
+  let req: ClientRequest | undefined;
+  const reply = new Promise<Reply>((resolve, reject) => {
+    let answered = false;
+    req = request({ host: '127.0.0.1', port, method, path, headers, agent: false }, (res) => {
+      answered = true;
       let text = '';
+      const done = () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: text });
       res.setEncoding('utf8');
       res.on('data', (c: string) => (text += c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: text }));
-      res.on('error', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: text }));
+      res.on('end', done);
+      res.on('error', done);
+      res.on('close', done);
     });
-    // The server may answer and close before the whole (oversized) body is written.
-    req.on('error', reject);
+    // The server may answer and close before the whole (oversized) body is written: the write
+    // then fails (EPIPE, reset), and that error is no failure of the call once the answer is in.
+    req.on('error', (err) => {
+      if (!answered) reject(err);
+    });
     req.end(body);
+  });
+  return within(reply, 10_000, () => {
+    req?.destroy();
+    return new Error(`${method} ${path} on ${port}: no answer within 10 s`);
   });
 }
 
@@ -111,14 +132,14 @@ on_full = "block"
 
   // No hello within hello_timeout_ms.
   const silent = await dial(tcpPort);
-  await silent.closed;
+  await silent.closedBy('no hello');
   t.regex(silent.lines[0] ?? '', /^\{"error":".*hello.*"\}$/);
   sendGood();
 
   // Another protocol version.
   const v99 = await dial(tcpPort);
   v99.send('{"logrelay":99,"node":"future"}\n');
-  await v99.closed;
+  await v99.closedBy('protocol version 99');
   t.regex(v99.lines[0] ?? '', /^\{"error":".*version.*"\}$/);
   t.false(v99.lines.includes('{"ok":1}'));
   sendGood();
@@ -126,7 +147,7 @@ on_full = "block"
   // Random bytes instead of a hello.
   const noise = await dial(tcpPort);
   noise.send(Buffer.concat([Buffer.from([0xff, 0x00, 0x7b]), randomBytes(8192), Buffer.from('\n')]) as unknown as string);
-  await noise.closed;
+  await noise.closedBy('random bytes');
   t.regex(noise.lines[0] ?? '', /^\{"error":/);
   sendGood();
 
@@ -135,7 +156,7 @@ on_full = "block"
   huge.send(HELLO);
   await huge.waitLine((l) => l === '{"ok":1}', 'ok before the huge line');
   huge.socket.write(`${entry('before-huge')}{"message":"${'x'.repeat(2 * 1024 * 1024)}"}\n`);
-  await huge.closed;
+  await huge.closedBy('a 2 MiB line');
   t.true(huge.lines.some((l) => l.startsWith('{"error":') && l.includes('max_line_bytes')));
   sendGood();
 
@@ -144,7 +165,7 @@ on_full = "block"
   first.send('{"logrelay":1,"node":"one"}\n');
   await first.waitLine((l) => l === '{"ok":1}', 'first connection accepted');
   const second = await dial(tcp1Port);
-  await second.closed;
+  await second.closedBy('a connection past max_connections');
   t.regex(second.lines[0] ?? '', /^\{"error":"too many connections"\}$/);
   first.socket.destroy();
 
@@ -153,8 +174,8 @@ on_full = "block"
   t.is(noHeader.status, 400);
   const wrongVersion = await httpCall(httpPort, 'POST', '/ingest', { ...PROTO, 'X-Logrelay-Protocol': '99' }, entry('h'));
   t.is(wrongVersion.status, 400);
-  const big = await httpCall(httpPort, 'POST', '/ingest', PROTO, entry('y'.repeat(100_000))).catch(() => undefined);
-  t.is(big?.status, 413);
+  const big = await httpCall(httpPort, 'POST', '/ingest', PROTO, entry('y'.repeat(100_000)));
+  t.is(big.status, 413);
   const get = await httpCall(httpPort, 'GET', '/ingest', {});
   t.is(get.status, 405);
   t.is(get.headers.allow, 'POST');
