@@ -57,12 +57,15 @@ export interface SpawnOptions {
   readonly env?: Record<string, string | undefined>;
   readonly cwd?: string;
   readonly stdin?: 'pipe' | 'ignore';
+  /** a command the node is run through, e.g. setpriv dropping capabilities (it must exec node) */
+  readonly via?: readonly string[];
 }
 
 export function spawnNode(args: readonly string[], opts: SpawnOptions = {}): RunningNode {
   const env: Record<string, string | undefined> = { ...process.env, ...opts.env };
   for (const [k, v] of Object.entries(env)) if (v === undefined) delete env[k];
-  const child = spawn(process.execPath, [BIN, ...args], {
+  const [command, ...prefix] = [...(opts.via ?? []), process.execPath];
+  const child = spawn(command!, [...prefix, BIN, ...args], {
     cwd: opts.cwd ?? ROOT,
     env: env as NodeJS.ProcessEnv,
     stdio: [opts.stdin ?? 'ignore', 'pipe', 'pipe'],
