@@ -210,6 +210,31 @@ export function startOwnedNode(t: Teardown, toml: string, args: readonly string[
   return node;
 }
 
+export interface DirNodeOptions {
+  /** status_interval_ms; default 200 */
+  readonly statusIntervalMs?: number;
+  /** shutdown_timeout_ms; default 5000 */
+  readonly shutdownTimeoutMs?: number;
+  /** a command the node is run through (SpawnOptions.via) */
+  readonly via?: readonly string[];
+}
+
+/**
+ * Runs a node at debug on `body` (pipelines), written as logrelay.toml into `dir` after the status
+ * interval and shutdown timeout; the test's teardown resumes its stdout (a test may have paused
+ * it), stops it and removes `dir`.
+ */
+export function startNodeInDir(t: Teardown, dir: TempDir, body: string, opts: DirNodeOptions = {}): RunningNode {
+  const config = dir.file('logrelay.toml', `status_interval_ms = ${opts.statusIntervalMs ?? 200}\nshutdown_timeout_ms = ${opts.shutdownTimeoutMs ?? 5000}\n${body}`);
+  const node = spawnNode(['-c', config, '--logging.level=debug'], { via: opts.via });
+  t.teardown(async () => {
+    node.child.stdout?.resume();
+    await node.stop();
+    dir.remove();
+  });
+  return node;
+}
+
 /** Waits until the node logs `Starting pipeline`; `what` names it in the timeout message. */
 export async function waitReady(node: RunningNode, what: string, timeoutMs = 20_000): Promise<void> {
   await waitFor(() => node.records.some((r) => r.msg === 'Starting pipeline'), `${what} started`, timeoutMs);

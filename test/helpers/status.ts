@@ -12,3 +12,8 @@ export function latestStatus(node: RunningNode, pipeline: string): LogRecord | u
 export function latestCounter(node: RunningNode, pipeline: string, key: string): number | undefined {
   return node.records.findLast((r) => r.msg === 'status report' && r.pipeline === pipeline && typeof r[key] === 'number')?.[key] as number | undefined;
 }
+
+/** The status reports of `pipeline` among the records from index `from` on. */
+export function statusReports(node: RunningNode, pipeline: string, from = 0): LogRecord[] {
+  return node.records.slice(from).filter((r) => r.msg === 'status report' && r.pipeline === pipeline);
+}

@@ -15,3 +15,25 @@ type = "random"
 [pipelines.plugin_sources.config]
 ${config}
 `;
+
+/** A `[[pipelines.plugin_sinks]]` table with `id` and `type`; `config` lines, if any, go into its config table. */
+export const sinkToml = (id: string, type: string, config = ''): string =>
+  `[[pipelines.plugin_sinks]]\nid = "${id}"\ntype = "${type}"\n${config ? `[pipelines.plugin_sinks.config]\n${config}\n` : ''}`;
+
+/** A file sink table `id` writing `out.<n>.log` into `directory`; `config` lines follow in its config table. */
+export const fileSinkToml = (id: string, directory: string, config = ''): string => sinkToml(id, 'file', `directory = ${JSON.stringify(directory)}\nname = "out"\n${config}`);
+
+/**
+ * Pipeline `p`: a file source `f` on `directory` with `config` lines in its config table, then
+ * `sinks` (by default a stdout sink `out`).
+ */
+export const filePipeline = (directory: string, config = '', sinks = sinkToml('out', 'stdout')): string => `
+[[pipelines]]
+name = "p"
+[[pipelines.plugin_sources]]
+id = "f"
+type = "file"
+[pipelines.plugin_sources.config]
+directory = ${JSON.stringify(directory)}
+${config}
+${sinks}`;

@@ -6,54 +6,13 @@ import { spawnSync } from 'node:child_process';
 import { appendFileSync, chmodSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import test, { type ExecutionContext } from 'ava';
-import { type LogRecord, type RunningNode, sleep, spawnNode, type TempDir, tempDir, waitFor } from '../helpers/node.js';
-import { latestCounter } from '../helpers/status.js';
+import { count, lines, text } from '../helpers/lines.js';
+import { type RunningNode, sleep, startNodeInDir, tempDir, waitFor } from '../helpers/node.js';
+import { latestCounter, statusReports } from '../helpers/status.js';
+import { filePipeline } from '../helpers/toml.js';
 
-const toml = (s: string) => JSON.stringify(s);
-
-/** A pipeline `p` with one file source `f` on `directory` (check_interval_ms 100) and a stdout sink. */
-const filePipeline = (directory: string, config = '') => `
-[[pipelines]]
-name = "p"
-[[pipelines.plugin_sources]]
-id = "f"
-type = "file"
-[pipelines.plugin_sources.config]
-directory = ${toml(directory)}
-check_interval_ms = 100
-${config}
-[[pipelines.plugin_sinks]]
-id = "out"
-type = "stdout"
-`;
-
-/** Runs a node on `body` with a status report every 200 ms at debug; teardown stops it and removes `dir`. */
-function startNode(t: ExecutionContext, dir: TempDir, body: string, via?: readonly string[]): RunningNode {
-  const config = dir.file('logrelay.toml', `status_interval_ms = 200\nshutdown_timeout_ms = 5000\n${body}`);
-  const node = spawnNode(['-c', config, '--logging.level=debug'], { via });
-  t.teardown(async () => {
-    await node.stop();
-    dir.remove();
-  });
-  return node;
-}
-
-function lines(prefix: string, from: number, to: number): string[] {
-  const out: string[] = [];
-  for (let i = from; i <= to; i++) out.push(`${prefix} ${i}`);
-  return out;
-}
-
-const text = (ls: readonly string[]) => ls.map((l) => `${l}\n`).join('');
-
-function count(haystack: readonly string[], needle: string): number {
-  let n = 0;
-  for (const h of haystack) if (h === needle) n++;
-  return n;
-}
-
-/** Status reports of pipeline `p` logged after the record at index `from`. */
-const reportsSince = (node: RunningNode, from: number): LogRecord[] => node.records.slice(from).filter((r) => r.msg === 'status report' && r.pipeline === 'p');
+/** File source keys: `*.log`, looked at every 100 ms. */
+const TAIL_LOGS = 'check_interval_ms = 100\npattern = "*.log"';
 
 /** Index of the record just after the node's `n`-th `Configuration reloaded`, once it is there. */
 const reloadedAt = (node: RunningNode, n: number) =>
@@ -74,7 +33,7 @@ async function rotatedApp(t: ExecutionContext, prefix: string, n: number) {
   const dir = tempDir('logrelay-file-rotation-');
   const app = dir.file('app.log', '');
   const rotated = join(dir.path, 'app.log.1');
-  const node = startNode(t, dir, filePipeline(dir.path, 'pattern = "*.log"'));
+  const node = startNodeInDir(t, dir, filePipeline(dir.path, TAIL_LOGS));
   await waitFor(() => latestCounter(node, 'p', 'sources.f.active_watchers') === 1, 'source watching app.log');
   appendFileSync(app, text(lines(prefix, 1, n)));
   await waitFor(() => node.out.includes(`${prefix} ${n}`), 'lines written before the rotation');
@@ -125,7 +84,7 @@ test.serial('a reload during the grace hands the rotated file over: nothing lost
   });
   node.signal('SIGHUP');
   const after = await reloadedAt(node, 1);
-  await waitFor(() => reportsSince(node, after).some((r) => r['sources.f.active_watchers'] === 2), 'the new generation tails both files');
+  await waitFor(() => statusReports(node, 'p', after).some((r) => r['sources.f.active_watchers'] === 2), 'the new generation tails both files');
   writing = false;
   await writer;
   appendFileSync(rotated, `\n${text(lines('old', 22, 25))}`);
@@ -159,13 +118,13 @@ const unopenableTitle = 'a file that cannot be opened is warned about once per i
   const secret = dir.file('secret.log', 'secret 1\n');
   chmodSync(secret, 0o000);
   dir.file('ok.log', 'ok 1\n');
-  const node = startNode(t, dir, filePipeline(dir.path, 'pattern = "*.log"\nfrom = "start"'), asRoot ? DROP_DAC : undefined);
+  const node = startNodeInDir(t, dir, filePipeline(dir.path, `${TAIL_LOGS}\nfrom = "start"`), { via: asRoot ? DROP_DAC : undefined });
   const warnings = () => node.records.filter((r) => r.msg === 'File cannot be opened' && r.path === secret);
   await waitFor(() => node.out.includes('ok 1') && warnings().length === 1, 'the readable file read and the other warned about');
   t.like(warnings()[0], { level: 'warn', pipeline: 'p', plugin: 'f' });
   // many discoveries later (ten status reports at 200 ms, at 100 ms each), still one warning
   const mark = node.records.length;
-  await waitFor(() => reportsSince(node, mark).length >= 10, 'ten status reports');
+  await waitFor(() => statusReports(node, 'p', mark).length >= 10, 'ten status reports');
   t.is(warnings().length, 1);
   // another unreadable file under the same name is news
   const next = dir.file('secret.tmp', 'secret 2\n');
@@ -181,16 +140,16 @@ const unopenableTitle = 'a file that cannot be opened is warned about once per i
 test.serial('a reload while an over-long line is being skipped emits no spurious entry from its rest', async (t) => {
   const dir = tempDir('logrelay-file-rotation-');
   const app = dir.file('app.log', '');
-  const node = startNode(t, dir, filePipeline(dir.path, 'pattern = "*.log"\nmax_line_bytes = 1000'));
+  const node = startNodeInDir(t, dir, filePipeline(dir.path, `${TAIL_LOGS}\nmax_line_bytes = 1000`));
   await waitFor(() => latestCounter(node, 'p', 'sources.f.active_watchers') === 1, 'source watching app.log');
   appendFileSync(app, `before\n${'x'.repeat(3000)}`);
   await waitFor(() => node.out.includes('x'.repeat(1000)) && latestCounter(node, 'p', 'sources.f.truncated_lines') === 1, 'the head of the long line cut');
   node.signal('SIGHUP');
   const after = await reloadedAt(node, 1);
-  await waitFor(() => reportsSince(node, after).some((r) => r['sources.f.active_watchers'] === 1), 'the new generation tails app.log');
+  await waitFor(() => statusReports(node, 'p', after).some((r) => r['sources.f.active_watchers'] === 1), 'the new generation tails app.log');
   appendFileSync(app, `${'y'.repeat(500)}\nafter\n`);
   await waitFor(() => node.out.includes('after'), 'the line after the long one');
   t.deepEqual(node.out, ['before', 'x'.repeat(1000), 'after']);
-  await waitFor(() => reportsSince(node, after).some((r) => r['sources.f.bytes_read'] === 507), 'the new generation read the rest');
-  t.is(reportsSince(node, after).at(-1)?.['sources.f.truncated_lines'], 0);
+  await waitFor(() => statusReports(node, 'p', after).some((r) => r['sources.f.bytes_read'] === 507), 'the new generation read the rest');
+  t.is(statusReports(node, 'p', after).at(-1)?.['sources.f.truncated_lines'], 0);
 });

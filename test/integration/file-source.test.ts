@@ -1,12 +1,14 @@
 // The file source with real files and a real node (issue 3, acceptance 1), and a blocking sink
 // that pauses it without loss.
 
-import { appendFileSync, mkdirSync, readFileSync, renameSync, truncateSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, renameSync, truncateSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import test, { type ExecutionContext } from 'ava';
 import { fifoReader } from '../helpers/fifo.js';
-import { latestCounter } from '../helpers/status.js';
-import { type RunningNode, spawnNode, type TempDir, tempDir, waitFor } from '../helpers/node.js';
+import { count, lines, readOrEmpty, text } from '../helpers/lines.js';
+import { type RunningNode, startNodeInDir, type TempDir, tempDir, waitFor } from '../helpers/node.js';
+import { latestCounter, statusReports } from '../helpers/status.js';
+import { fileSinkToml, filePipeline } from '../helpers/toml.js';
 
 const toml = (s: string) => JSON.stringify(s);
 
@@ -15,34 +17,10 @@ interface Started {
   readonly dir: TempDir;
 }
 
-/** Runs a node with `body` (pipelines) and a status report every 200 ms at debug. */
-function startNode(t: ExecutionContext, dir: TempDir, body: string): RunningNode {
-  const config = dir.file('logrelay.toml', `status_interval_ms = 200\nshutdown_timeout_ms = 5000\n${body}`);
-  const node = spawnNode(['-c', config, '--logging.level=debug']);
-  t.teardown(async () => {
-    await node.stop();
-    dir.remove();
-  });
-  return node;
-}
-
+/** A node on `body(dir)` in a fresh dir, with a status report every 200 ms at debug. */
 function setup(t: ExecutionContext, body: (dir: TempDir) => string): Started {
   const dir = tempDir('logrelay-file-source-');
-  return { node: startNode(t, dir, body(dir)), dir };
-}
-
-function lines(prefix: string, from: number, to: number): string[] {
-  const out: string[] = [];
-  for (let i = from; i <= to; i++) out.push(`${prefix} ${i}`);
-  return out;
-}
-
-const text = (ls: readonly string[]) => ls.map((l) => `${l}\n`).join('');
-
-function count(haystack: readonly string[], needle: string): number {
-  let n = 0;
-  for (const h of haystack) if (h === needle) n++;
-  return n;
+  return { node: startNodeInDir(t, dir, body(dir)), dir };
 }
 
 test.serial('from = "end" skips what is there, from = "start" replays it; appended lines and new files arrive exactly once', async (t) => {
@@ -96,20 +74,7 @@ type = "stdout"
 test.serial('a rename rotation and a truncation lose nothing written after the start', async (t) => {
   const { node, dir } = setup(t, (d) => {
     writeFileSync(join(d.path, 'app.log'), text(lines('before start', 1, 20)));
-    return `
-[[pipelines]]
-name = "p"
-[[pipelines.plugin_sources]]
-id = "f"
-type = "file"
-[pipelines.plugin_sources.config]
-directory = ${toml(d.path)}
-pattern = "*.log"
-check_interval_ms = 100
-[[pipelines.plugin_sinks]]
-id = "out"
-type = "stdout"
-`;
+    return filePipeline(d.path, 'pattern = "*.log"\ncheck_interval_ms = 100');
   });
   await waitFor(() => latestCounter(node, 'p', 'sources.f.active_watchers') === 1, 'source watching');
   const app = join(dir.path, 'app.log');
@@ -132,38 +97,14 @@ type = "stdout"
 });
 
 test.serial('a 3 MiB line is cut at max_line_bytes and counted; the next line is whole', async (t) => {
-  const { node, dir } = setup(
-    t,
-    (d) => `
-[[pipelines]]
-name = "p"
-[[pipelines.plugin_sources]]
-id = "f"
-type = "file"
-[pipelines.plugin_sources.config]
-directory = ${toml(join(d.path, 'in'))}
-check_interval_ms = 100
-[[pipelines.plugin_sinks]]
-id = "out"
-type = "file"
-[pipelines.plugin_sinks.config]
-directory = ${toml(join(d.path, 'out'))}
-name = "out"
-`,
-  );
+  const { node, dir } = setup(t, (d) => filePipeline(join(d.path, 'in'), 'check_interval_ms = 100', fileSinkToml('out', join(d.path, 'out'))));
   // the directory and file appear once the source runs: a file found later is read from its start
   await waitFor(() => latestCounter(node, 'p', 'sources.f.active_watchers') === 0, 'source running');
   mkdirSync(join(dir.path, 'in'));
   const big = join(dir.path, 'in', 'big.log');
   writeFileSync(big, `${'x'.repeat(3 * 1024 * 1024)}\nafter the long line\n`);
   const out = join(dir.path, 'out', 'out.1.log');
-  const read = () => {
-    try {
-      return readFileSync(out, 'utf8');
-    } catch {
-      return '';
-    }
-  };
+  const read = () => readOrEmpty(out);
   await waitFor(() => read().endsWith('after the long line\n'), 'the line after the long one');
   const got = read().split('\n');
   t.is(got.length, 3);
@@ -237,31 +178,10 @@ test.serial('on_full = "block": a stalled sink pauses the file source, and nothi
   writeFileSync(join(dir.path, 'in', 'app.log'), text(lines('entry', 1, total)));
   const { received, stream: reader } = fifoReader(fifo);
   t.teardown(() => reader.destroy());
-  const node = startNode(
-    t,
-    dir,
-    `
-[[pipelines]]
-name = "p"
-[[pipelines.plugin_sources]]
-id = "f"
-type = "file"
-[pipelines.plugin_sources.config]
-directory = ${toml(join(dir.path, 'in'))}
-from = "start"
-[[pipelines.plugin_sinks]]
-id = "out"
-type = "file"
-[pipelines.plugin_sinks.config]
-directory = ${toml(join(dir.path, 'out'))}
-name = "out"
-buffer_size = 100
-on_full = "block"
-`,
-  );
+  const node = startNodeInDir(t, dir, filePipeline(join(dir.path, 'in'), 'from = "start"', fileSinkToml('out', join(dir.path, 'out'), 'buffer_size = 100\non_full = "block"')));
   // paused: the source's count stays put below the total across reports at least 1.5 s apart
   const stalled = () => {
-    const reps = node.records.filter((r) => r.msg === 'status report' && r.pipeline === 'p');
+    const reps = statusReports(node, 'p');
     const last = reps.at(-1);
     if (!last) return false;
     const n = last['sources.f.total_entries'] as number;

@@ -2,28 +2,21 @@
 // sibling gets everything (issue 3, acceptance 3), memory stays bounded under a 10× overload
 // (issue 3, acceptance 4), and SIGTERM drains what a file sink has queued (issue 4, acceptance 4).
 
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import test, { type ExecutionContext } from 'ava';
 import { runOverload } from '../../bench/overload.js';
 import { fifoReader } from '../helpers/fifo.js';
+import { readOrEmpty, text } from '../helpers/lines.js';
+import { exitedWithin, type RunningNode, sleep, startNodeInDir, type TempDir, tempDir, waitFor } from '../helpers/node.js';
 import { latestCounter, latestStatus } from '../helpers/status.js';
-import { exitedWithin, type RunningNode, sleep, spawnNode, type TempDir, tempDir, waitFor } from '../helpers/node.js';
+import { fileSinkToml, filePipeline, sinkToml } from '../helpers/toml.js';
 
-const toml = (s: string) => JSON.stringify(s);
 const MiB = 1024 * 1024;
 
-/** Runs a node with `body` (pipelines), a status report every second at debug. */
-function startNode(t: ExecutionContext, dir: TempDir, body: string, shutdownMs = 5000): RunningNode {
-  const config = dir.file('logrelay.toml', `status_interval_ms = 1000\nshutdown_timeout_ms = ${shutdownMs}\n${body}`);
-  const node = spawnNode(['-c', config, '--logging.level=debug']);
-  t.teardown(async () => {
-    node.child.stdout?.resume();
-    await node.stop();
-    dir.remove();
-  });
-  return node;
-}
+/** Runs a node on `body` (pipelines), a status report every second at debug. */
+const startNode = (t: ExecutionContext, dir: TempDir, body: string, shutdownTimeoutMs = 5000): RunningNode =>
+  startNodeInDir(t, dir, body, { statusIntervalMs: 1000, shutdownTimeoutMs });
 
 /** Numbered lines padded to 100 bytes, so a 64 KiB pipe holds only a few hundred. */
 function numbered(from: number, to: number): string[] {
@@ -31,8 +24,6 @@ function numbered(from: number, to: number): string[] {
   for (let i = from; i <= to; i++) out.push(`entry ${String(i).padStart(7, '0')} ${'x'.repeat(85)}`);
   return out;
 }
-
-const text = (ls: readonly string[]) => ls.map((l) => `${l}\n`).join('');
 
 test.serial('on_full = "drop": a sink whose reader stalls drops and counts, the other sink receives everything', async (t) => {
   const total = 20_000;
@@ -43,40 +34,16 @@ test.serial('on_full = "drop": a sink whose reader stalls drops and counts, the 
   const node = startNode(
     t,
     dir,
-    `
-[[pipelines]]
-name = "p"
-[[pipelines.plugin_sources]]
-id = "f"
-type = "file"
-[pipelines.plugin_sources.config]
-directory = ${toml(join(dir.path, 'in'))}
-from = "start"
-[[pipelines.plugin_sinks]]
-id = "stalled"
-type = "stdout"
-[pipelines.plugin_sinks.config]
-buffer_size = 10
-on_full = "drop"
-[[pipelines.plugin_sinks]]
-id = "all"
-type = "file"
-[pipelines.plugin_sinks.config]
-directory = ${toml(join(dir.path, 'out'))}
-name = "out"
-on_full = "block"
-`,
+    filePipeline(
+      join(dir.path, 'in'),
+      'from = "start"',
+      sinkToml('stalled', 'stdout', 'buffer_size = 10\non_full = "drop"') + fileSinkToml('all', join(dir.path, 'out'), 'on_full = "block"'),
+    ),
   );
   // nobody reads the node's stdout from here on: the pipe fills and the stdout sink stalls
   node.child.stdout!.pause();
   const out = join(dir.path, 'out', 'out.1.log');
-  const read = () => {
-    try {
-      return readFileSync(out, 'utf8');
-    } catch {
-      return '';
-    }
-  };
+  const read = () => readOrEmpty(out);
   await waitFor(() => read().length >= text(all).length, `all ${total} entries in the file sink`, 30_000);
   t.deepEqual(read().split('\n').slice(0, -1), all);
   const stalledReport = await waitFor(() => {
@@ -121,26 +88,7 @@ test.serial('a drain cut short counts every entry it abandons, those still buffe
   mkdirSync(join(dir.path, 'in'));
   const all = numbered(1, total);
   writeFileSync(join(dir.path, 'in', 'app.log'), text(all));
-  const node = startNode(
-    t,
-    dir,
-    `
-[[pipelines]]
-name = "p"
-[[pipelines.plugin_sources]]
-id = "f"
-type = "file"
-[pipelines.plugin_sources.config]
-directory = ${toml(join(dir.path, 'in'))}
-from = "start"
-[[pipelines.plugin_sinks]]
-id = "stalled"
-type = "stdout"
-[pipelines.plugin_sinks.config]
-buffer_size = 100000
-`,
-    1000,
-  );
+  const node = startNode(t, dir, filePipeline(join(dir.path, 'in'), 'from = "start"', sinkToml('stalled', 'stdout', 'buffer_size = 100000')), 1000);
   node.child.stdout!.pause();
   await waitFor(() => latestCounter(node, 'p', 'sources.f.total_entries') === total, `the source read all ${total} entries`);
   t.is(latestCounter(node, 'p', 'total_dropped_by_sink'), 0);
@@ -168,28 +116,7 @@ test.serial('a drain cut short while a file sink write is stuck (stalled FIFO) e
   t.teardown(() => reader.destroy());
   writeFileSync(join(dir.path, 'in', 'app.log'), text(numbered(1, total)));
   const shutdownMs = 1000;
-  const node = startNode(
-    t,
-    dir,
-    `
-[[pipelines]]
-name = "p"
-[[pipelines.plugin_sources]]
-id = "f"
-type = "file"
-[pipelines.plugin_sources.config]
-directory = ${toml(join(dir.path, 'in'))}
-from = "start"
-[[pipelines.plugin_sinks]]
-id = "out"
-type = "file"
-[pipelines.plugin_sinks.config]
-directory = ${toml(join(dir.path, 'out'))}
-name = "out"
-buffer_size = 100000
-`,
-    shutdownMs,
-  );
+  const node = startNode(t, dir, filePipeline(join(dir.path, 'in'), 'from = "start"', fileSinkToml('out', join(dir.path, 'out'), 'buffer_size = 100000')), shutdownMs);
   await waitFor(() => latestCounter(node, 'p', 'sources.f.total_entries') === total, `the source read all ${total} entries`);
   const t0 = Date.now();
   node.signal('SIGTERM');
@@ -228,24 +155,7 @@ test.serial('SIGTERM with entries queued in a file sink: exit 0 and every queued
   const node = startNode(
     t,
     dir,
-    `
-[[pipelines]]
-name = "p"
-[[pipelines.plugin_sources]]
-id = "f"
-type = "file"
-[pipelines.plugin_sources.config]
-directory = ${toml(join(dir.path, 'in'))}
-check_interval_ms = 100
-[[pipelines.plugin_sinks]]
-id = "out"
-type = "file"
-[pipelines.plugin_sinks.config]
-directory = ${toml(join(dir.path, 'out'))}
-name = "out"
-buffer_size = 200000
-on_full = "block"
-`,
+    filePipeline(join(dir.path, 'in'), 'check_interval_ms = 100', fileSinkToml('out', join(dir.path, 'out'), 'buffer_size = 200000\non_full = "block"')),
     20_000,
   );
   await waitFor(() => latestCounter(node, 'p', 'sources.f.active_watchers') === 0, 'source running');
