@@ -2,6 +2,7 @@
 // receiver, and the TOML of chain sources, sinks and the usual sender/receiver nodes.
 
 import type { Writable } from 'node:stream';
+import { killWithWorkers, type nodeStarter, type RunningNode, waitFor, waitReady, within } from './node.js';
 import { localPluginToml } from './toml.js';
 
 export type ChainLink = 'tcp_chain' | 'http_chain';
@@ -21,6 +22,10 @@ export async function feed(stdin: Writable, total: number, chunk: number, pauseM
   }
   if (end) stdin.end();
 }
+
+/** `feed`, bounded: rejects when the sender has not taken all `total` entries within 60 s. */
+export const feedWithin60s = (stdin: Writable, total: number, chunk: number, pauseMs: number): Promise<void> =>
+  within(feed(stdin, total, chunk, pauseMs), 60_000, () => new Error(`the sender took not all ${total} entries within 60 s`));
 
 /** An entry as a receiver with the json format prints it. */
 export interface Received {
@@ -99,3 +104,67 @@ export const QUICK_BACKOFF = 'backoff_min_ms = 100\nbackoff_max_ms = 1000\n';
 /** Pipeline `send`: stdin → chain sink `link` to `port` as `node` with QUICK_BACKOFF; `config` lines added. */
 export const chainSenderToml = (link: ChainLink, port: number, node: string, config = ''): string =>
   `${SENDER_HEAD}${chainSinkToml('link', link, port, node, `${QUICK_BACKOFF}${config}\n`)}`;
+
+/** What `nodeStarter` returns. */
+export type Starter = ReturnType<typeof nodeStarter>;
+
+/**
+ * Starts a receiver on `receiverToml` and then a sender on `senderToml` (stdin piped), each
+ * waited for (20 s); feeds `total` entries in writes of 10,000 (60 s) and waits until all of
+ * them are at the receiver (45 s). Returns the receiver's entries.
+ */
+export async function relayAll(start: Starter, receiverToml: string, senderToml: string, total: number): Promise<Received[]> {
+  const b = start('recv1', receiverToml);
+  await waitReady(b, 'receiver');
+  const a = start('send1', senderToml, [], true);
+  await waitReady(a, 'sender');
+  await feedWithin60s(a.child.stdin!, total, 10_000, 0);
+  await waitFor(() => b.out.length >= total, `all ${total} entries at the receiver`, 45_000);
+  return parseReceived(b.out);
+}
+
+export interface KilledReceiver {
+  /** the sender */
+  readonly a: RunningNode;
+  /** the first receiver, SIGKILLed, and the second, on the same config */
+  readonly b1: RunningNode;
+  readonly b2: RunningNode;
+  /** how many lines the first receiver had printed when it was killed */
+  readonly firstRun: number;
+  /** how often each numbered entry arrived, over both receivers */
+  readonly seen: ReadonlyMap<number, number>;
+}
+
+export interface KillOptions {
+  /** entries fed, 500 every 15 ms */
+  readonly total: number;
+  /** entries at the first receiver before it is killed (waited for up to 30 s) */
+  readonly firstBatch: number;
+  /** the sender has noticed the loss (waited for up to 20 s), named by `noticeWhat` */
+  readonly senderNoticed: (sender: RunningNode) => boolean;
+  readonly noticeWhat: string;
+}
+
+/**
+ * A receiver and a sender (debug, stdin piped); while `total` entries are fed, the receiver is
+ * SIGKILLed with its workers once it has `firstBatch`, and restarted on the same config after the
+ * sender noticed. Returns once the sender took the whole feed (60 s) and every entry arrived at
+ * least once (45 s).
+ */
+export async function killReceiverMidStream(start: Starter, receiverToml: string, senderToml: string, opts: KillOptions): Promise<KilledReceiver> {
+  const { total, firstBatch } = opts;
+  const b1 = start('recv2', receiverToml);
+  await waitReady(b1, 'receiver');
+  const a = start('send2', senderToml, ['--logging.level=debug'], true);
+  await waitReady(a, 'sender');
+  const feeding = feed(a.child.stdin!, total, 500, 15);
+  await waitFor(() => b1.out.length >= firstBatch, `first receiver has ${firstBatch.toLocaleString('en-US')} entries`, 30_000);
+  await killWithWorkers(b1);
+  const firstRun = b1.out.length;
+  await waitFor(() => opts.senderNoticed(a), opts.noticeWhat, 20_000);
+  const b2 = start('recv2', receiverToml);
+  await within(feeding, 60_000, () => new Error(`the sender took not all ${total} entries within 60 s`));
+  const seen = new Map<number, number>();
+  await waitFor(() => countNumbered(seen, [b1.out, b2.out]) >= total, `every entry at least once of ${total}`, 45_000);
+  return { a, b1, b2, firstRun, seen };
+}

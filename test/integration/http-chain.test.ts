@@ -7,14 +7,14 @@ import {
   chainReceiverToml,
   chainSenderToml,
   chainSinkToml,
-  countNumbered,
   duplicatesIn,
   feed,
+  killReceiverMidStream,
   numberOf,
-  parseReceived as parse,
   QUICK_BACKOFF,
+  relayAll,
 } from '../helpers/chain.js';
-import { freePort, killWithWorkers, nodeStarter, type RunningNode, tempDir, waitFor, waitReady, within } from '../helpers/node.js';
+import { freePort, nodeStarter, type RunningNode, tempDir, waitFor, waitReady } from '../helpers/node.js';
 import { latestStatus } from '../helpers/status.js';
 
 const tmp = tempDir('logrelay-http-chain-');
@@ -59,14 +59,8 @@ test.serial('100,000 numbered entries arrive complete through http_chain, with n
   // two starts (20 s each), the feed (60 s) and the delivery (45 s)
   t.timeout(180_000);
   const port = await freePort();
-  const b = start('recv1', receiverToml(port));
-  await waitReady(b, 'receiver');
-  const a = start('send1', senderToml(port, 'on_full = "block"'), [], true);
-  await waitReady(a, 'sender');
   const total = 100_000;
-  await within(feed(a.child.stdin!, total, 10_000, 0), 60_000, () => new Error(`the sender took not all ${total} entries within 60 s`));
-  await waitFor(() => b.out.length >= total, `all ${total} entries at the receiver`, 45_000);
-  const got = parse(b.out);
+  const got = await relayAll(start, receiverToml(port), senderToml(port, 'on_full = "block"'), total);
   t.is(got.length, total);
   const seen = new Set(got.map(numberOf));
   t.is(seen.size, total, 'no entry missing or repeated');
@@ -79,23 +73,14 @@ test.serial('receiver killed with SIGKILL and restarted: the http_chain sink ret
   // and the full delivery (45 s)
   t.timeout(240_000);
   const port = await freePort();
-  const cfg = receiverToml(port);
-  const b1 = start('recv2', cfg);
-  await waitReady(b1, 'receiver');
-  const a = start('send2', senderToml(port, 'on_full = "block"'), ['--logging.level=debug'], true);
-  await waitReady(a, 'sender');
   const total = 40_000;
-  const feeding = feed(a.child.stdin!, total, 500, 15);
-  await waitFor(() => b1.out.length >= 8_000, 'first receiver has 8,000 entries', 30_000);
-  await killWithWorkers(b1);
-  const firstRun = b1.out.length;
+  const { a, b2, firstRun, seen } = await killReceiverMidStream(start, receiverToml(port), senderToml(port, 'on_full = "block"'), {
+    total,
+    firstBatch: 8_000,
+    senderNoticed: (s) => Number(latestStatus(s, 'send')?.['sinks.link.reconnects'] ?? 0) > 0,
+    noticeWhat: 'sender counts failed attempts',
+  });
   t.true(firstRun < total, 'the receiver was killed mid-stream');
-  await waitFor(() => Number(latestStatus(a, 'send')?.['sinks.link.reconnects'] ?? 0) > 0, 'sender counts failed attempts', 20_000);
-  const b2 = start('recv2', cfg);
-  await within(feeding, 60_000, () => new Error(`the sender took not all ${total} entries within 60 s`));
-  const seen = new Map<number, number>();
-  const count = () => countNumbered(seen, [b1.out, b2.out]);
-  await waitFor(() => count() >= total, `every entry at least once of ${total}`, 45_000);
   const duplicates = duplicatesIn(seen);
   t.log(`first receiver got ${firstRun}, second ${b2.out.length}; duplicates: ${duplicates}`);
   for (let i = 0; i < total; i++) if (!seen.has(i)) t.fail(`entry ${i} missing`);

@@ -2,8 +2,17 @@
 // killed with SIGKILL, and an unreachable receiver that must not stall the sender's other sinks.
 
 import test from 'ava';
-import { chainReceiverToml, chainSenderToml, countNumbered, duplicatesIn, feed, numberOf, parseReceived as parse } from '../helpers/chain.js';
-import { freePort, killWithWorkers, nodeStarter, type RunningNode, tempDir, waitFor, waitReady, within } from '../helpers/node.js';
+import {
+  chainReceiverToml,
+  chainSenderToml,
+  duplicatesIn,
+  feedWithin60s,
+  killReceiverMidStream,
+  numberOf,
+  parseReceived as parse,
+  relayAll,
+} from '../helpers/chain.js';
+import { freePort, nodeStarter, type RunningNode, tempDir, waitFor, waitReady } from '../helpers/node.js';
 import { latestStatus } from '../helpers/status.js';
 
 const tmp = tempDir('logrelay-tcp-chain-');
@@ -22,14 +31,8 @@ test.serial('100,000 numbered entries arrive complete, in order, with node set',
   // two starts (20 s each), the feed (60 s) and the delivery (45 s)
   t.timeout(180_000);
   const port = await freePort();
-  const b = start('recv1', receiverToml(port));
-  await waitReady(b, 'receiver');
-  const a = start('send1', senderToml(port, 'on_full = "block"'), [], true);
-  await waitReady(a, 'sender');
   const total = 100_000;
-  await within(feed(a.child.stdin!, total, 10_000, 0), 60_000, () => new Error(`the sender took not all ${total} entries within 60 s`));
-  await waitFor(() => b.out.length >= total, `all ${total} entries at the receiver`, 45_000);
-  const got = parse(b.out);
+  const got = await relayAll(start, receiverToml(port), senderToml(port, 'on_full = "block"'), total);
   t.is(got.length, total);
   let inOrder = true;
   for (let i = 0; i < got.length; i++) {
@@ -48,23 +51,14 @@ test.serial('receiver killed with SIGKILL and restarted: sender reconnects, ever
   // full delivery (45 s) and the reconnect report (20 s)
   t.timeout(270_000);
   const port = await freePort();
-  const cfg = receiverToml(port);
-  const b1 = start('recv2', cfg);
-  await waitReady(b1, 'receiver');
-  const a = start('send2', senderToml(port, 'on_full = "block"'), ['--logging.level=debug'], true);
-  await waitReady(a, 'sender');
   const total = 60_000;
-  const feeding = feed(a.child.stdin!, total, 500, 15);
-  await waitFor(() => b1.out.length >= 10_000, 'first receiver has 10,000 entries', 30_000);
-  await killWithWorkers(b1);
-  const firstRun = b1.out.length;
+  const { a, b2, firstRun, seen } = await killReceiverMidStream(start, receiverToml(port), senderToml(port, 'on_full = "block"'), {
+    total,
+    firstBatch: 10_000,
+    senderNoticed: (s) => latestStatus(s, 'send')?.['sinks.link.connected'] === 0,
+    noticeWhat: 'sender notices the link is down',
+  });
   t.true(firstRun < total, 'the receiver was killed mid-stream');
-  await waitFor(() => latestStatus(a, 'send')?.['sinks.link.connected'] === 0, 'sender notices the link is down', 20_000);
-  const b2 = start('recv2', cfg);
-  await within(feeding, 60_000, () => new Error(`the sender took not all ${total} entries within 60 s`));
-  const seen = new Map<number, number>();
-  const count = () => countNumbered(seen, [b1.out, b2.out]);
-  await waitFor(() => count() >= total, `every entry at least once of ${total}`, 45_000);
   const duplicates = duplicatesIn(seen);
   t.log(`first receiver got ${firstRun}, second ${b2.out.length}; duplicates: ${duplicates}`);
   for (let i = 0; i < total; i++) if (!seen.has(i)) t.fail(`entry ${i} missing`);
@@ -91,7 +85,7 @@ on_full = "block"
   const a = start('send3', toml, ['--logging.level=debug'], true);
   await waitReady(a, 'sender');
   const total = 20_000;
-  await within(feed(a.child.stdin!, total, 1000, 5), 60_000, () => new Error(`the sender took not all ${total} entries within 60 s`));
+  await feedWithin60s(a.child.stdin!, total, 1000, 5);
   await waitFor(() => a.out.length >= total, `stdout sink got all ${total}`, 30_000);
   t.is(a.out[total - 1], `entry ${String(total - 1).padStart(6, '0')}`);
   const status = await waitFor(() => {
