@@ -285,6 +285,13 @@ export function tempDir(prefix = 'logrelay-test-'): TempDir {
   };
 }
 
+/** A fresh temp dir that the test's teardown removes. */
+export function ownedTempDir(t: Teardown, prefix?: string): TempDir {
+  const dir = tempDir(prefix);
+  t.teardown(() => dir.remove());
+  return dir;
+}
+
 /** Child pids of `pid` (from /proc), i.e. the pipeline workers of a primary. */
 export async function childPids(pid: number): Promise<number[]> {
   const { readFile } = await import('node:fs/promises');

@@ -1,7 +1,7 @@
 // A file with several faults: `check` and a start both print every one, a line each, and exit 78.
 
 import test from 'ava';
-import { spawnOwnedNode, tempDir } from '../helpers/node.js';
+import { ownedTempDir, spawnOwnedNode } from '../helpers/node.js';
 
 const pipeline = (name: string, extra = '') => `
 [[pipelines]]
@@ -36,8 +36,7 @@ const cases: [string, string, string[], string[]][] = [
 ];
 for (const [name, text, command, lines] of cases) {
   test.serial(`every configuration error, one per line, exit 78: ${name}`, async (t) => {
-    const dir = tempDir();
-    t.teardown(() => dir.remove());
+    const dir = ownedTempDir(t);
     const node = spawnOwnedNode(t, [...command, '-c', dir.file('bad.toml', text)]);
     t.is((await node.finish()).code, 78); // ended, and stderr read to its end
     t.deepEqual(node.errText, lines);

@@ -8,7 +8,7 @@ import { connect, Socket } from 'node:net';
 import { join } from 'node:path';
 import test from 'ava';
 import { chainSourceToml } from '../helpers/chain.js';
-import { childPids, freePort, sleep, spawnNode, startOwnedNode, tempDir, waitFor, waitReady } from '../helpers/node.js';
+import { childPids, freePort, ownedTempDir, sleep, spawnNode, startOwnedNode, waitFor, waitReady } from '../helpers/node.js';
 import { latestCounter, latestStatus } from '../helpers/status.js';
 import { randomSourceToml } from '../helpers/toml.js';
 
@@ -46,8 +46,7 @@ type = "stdout"
 });
 
 test.serial('a stdout reader that goes away: the sink counts its drops, the worker and the other sink go on', async (t) => {
-  const dir = tempDir();
-  t.teardown(() => dir.remove());
+  const dir = ownedTempDir(t);
   const node = startOwnedNode(
     t,
     `status_interval_ms = 200
@@ -81,8 +80,7 @@ config = { directory = ${JSON.stringify(dir.path)}, name = "keep" }
 });
 
 test.serial('a file sink whose directory is removed or unwritable counts its drops, logs once, and writes again when it can', async (t) => {
-  const dir = tempDir();
-  t.teardown(() => dir.remove());
+  const dir = ownedTempDir(t);
   const out = join(dir.path, 'out');
   const node = startOwnedNode(
     t,
@@ -132,8 +130,7 @@ config = { directory = ${JSON.stringify(out)}, name = "app" }
 });
 
 test.serial('a SIGHUP while the first generation is still building reloads after the start, never beside it', async (t) => {
-  const dir = tempDir();
-  t.teardown(() => dir.remove());
+  const dir = ownedTempDir(t);
   const out = join(dir.path, 'out');
   mkdirSync(out);
   // The file sink's current file is a FIFO: its open, and so the build, waits for a reader.

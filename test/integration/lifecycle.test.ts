@@ -1,9 +1,9 @@
 // Reload, crash isolation, shutdown and `check`, each by spawning bin/logrelay.js (issue 4).
 
-import { appendFileSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import test from 'ava';
-import { childPids, exitedWithin, freePort, isAlive, pidsHolding, type RunningNode, sleep, spawnOwnedNode, tempDir, waitFor } from '../helpers/node.js';
+import { childPids, exitedWithin, freePort, isAlive, ownedTempDir, pidsHolding, type RunningNode, sleep, spawnOwnedNode, type Teardown, waitFor } from '../helpers/node.js';
 import { latestStatus } from '../helpers/status.js';
 
 const filePipeline = (name: string, dir: string, filter = 'NEVER-MATCHES') => `
@@ -31,6 +31,14 @@ config = { interval_ms = ${interval}, length = ${words} }
 id = "out"
 type = "stdout"
 `;
+
+/** A temp dir (the test's teardown removes it) holding an empty directory `logs`. */
+function withLogsDir(t: Teardown) {
+  const dir = ownedTempDir(t);
+  const logs = join(dir.path, 'logs');
+  mkdirSync(logs);
+  return { dir, logs };
+}
 
 /**
  * A background writer appending numbered lines `<prefix>-<n>` every few ms; the test's teardown
@@ -92,11 +100,10 @@ function assertExactlyOnce(t: import('ava').ExecutionContext, lines: readonly st
 const reloaded = (node: RunningNode) => node.records.filter((r) => r.msg === 'Configuration reloaded').length;
 
 test.serial('five reloads while a file grows: every line arrives exactly once', async (t) => {
-  const dir = tempDir();
-  t.teardown(() => dir.remove());
+  const dir = ownedTempDir(t);
   const logs = join(dir.path, 'app logs');
   const other = join(dir.path, 'other');
-  for (const d of [logs, other]) (await import('node:fs')).mkdirSync(d);
+  for (const d of [logs, other]) mkdirSync(d);
   writeFileSync(join(other, 'b.log'), '');
   const cfgFile = join(dir.path, 'node.toml');
   const configs = [
@@ -141,8 +148,7 @@ test.serial('five reloads while a file grows: every line arrives exactly once', 
 });
 
 test.serial('a failed reload keeps the old pipelines; removing and adding pipelines stops and starts workers', async (t) => {
-  const dir = tempDir();
-  t.teardown(() => dir.remove());
+  const dir = ownedTempDir(t);
   const cfgFile = dir.file('node.toml', randomPipeline('a', 3) + randomPipeline('b', 5));
   const node = spawnOwnedNode(t, ['-c', cfgFile]);
   const pidsOf = async (n: number) =>
@@ -199,10 +205,7 @@ config = { host = "127.0.0.1", port = 0 }
 });
 
 test.serial('SIGKILL of one pipeline worker: the other goes on without a gap, the killed one restarts and reads what was written meanwhile', async (t) => {
-  const dir = tempDir();
-  t.teardown(() => dir.remove());
-  const logs = join(dir.path, 'logs');
-  (await import('node:fs')).mkdirSync(logs);
+  const { dir, logs } = withLogsDir(t);
   const appLog = join(logs, 'app.log');
   writeFileSync(appLog, '');
   const cfgFile = dir.file('node.toml', `status_interval_ms = 500\n${filePipeline('files', logs)}${randomPipeline('steady', 4, 50)}`);
@@ -246,10 +249,7 @@ test.serial('SIGKILL of one pipeline worker: the other goes on without a gap, th
 });
 
 test.serial('a file born just before a reload or a crash, not yet discovered, is read whole by the successor (from = "end")', async (t) => {
-  const dir = tempDir();
-  t.teardown(() => dir.remove());
-  const logs = join(dir.path, 'logs');
-  (await import('node:fs')).mkdirSync(logs);
+  const { dir, logs } = withLogsDir(t);
   writeFileSync(join(logs, 'old.log'), 'old-000001\nold-000002\n');
   // discovery only at start: the running generation never sees a file created after it
   const cfgFile = dir.file(
@@ -297,8 +297,7 @@ type = "stdout"
 });
 
 test.serial('a new-generation worker that dies after its build, while the old one drains, counts as a crash and is restarted', async (t) => {
-  const dir = tempDir();
-  t.teardown(() => dir.remove());
+  const dir = ownedTempDir(t);
   const deadPort = await freePort();
   // the chain sink to a dead port holds entries, so the old generation drains for the whole timeout
   const cfgFile = dir.file(
@@ -332,8 +331,7 @@ config = { host = "127.0.0.1", port = ${deadPort} }
 });
 
 test.serial('a worker that crashes in a loop is restarted with growing delays', async (t) => {
-  const dir = tempDir();
-  t.teardown(() => dir.remove());
+  const dir = ownedTempDir(t);
   const node = spawnOwnedNode(t, ['-c', dir.file('node.toml', randomPipeline('loop', 3))]);
   const starts = () => node.records.filter((r) => r.msg === 'Starting pipeline').map((r) => Date.parse(String(r.time)));
   const killed = new Set<number>();
@@ -365,8 +363,7 @@ test.serial('a worker that crashes in a loop is restarted with growing delays', 
 });
 
 test.serial('shutdown cut short by a stalled stdout exits 1 and logs the abandoned count; a second SIGTERM exits at once', async (t) => {
-  const dir = tempDir();
-  t.teardown(() => dir.remove());
+  const dir = ownedTempDir(t);
   const cfg = (timeout: number) =>
     dir.file(
       `stall-${timeout}.toml`,
@@ -420,8 +417,7 @@ type = "stdout"
 });
 
 test.serial('check builds every plugin without binding: ok with the count, or every error with exit 78', async (t) => {
-  const dir = tempDir();
-  t.teardown(() => dir.remove());
+  const dir = ownedTempDir(t);
   // A port in use by the test itself: check must not try to bind it.
   const { createServer } = await import('node:net');
   const busy = createServer();
@@ -476,8 +472,7 @@ config = { port = 70000 }
 });
 
 test.serial('auto_reload: an edit reloads, an unchanged effective configuration does nothing', async (t) => {
-  const dir = tempDir();
-  t.teardown(() => dir.remove());
+  const dir = ownedTempDir(t);
   const text = `auto_reload = true\n${randomPipeline('a', 3)}`;
   const cfgFile = dir.file('node.toml', text);
   const node = spawnOwnedNode(t, ['-c', cfgFile]);

@@ -4,7 +4,7 @@
 import { existsSync, readdirSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import test from 'ava';
-import { childPids, isAlive, type LogRecord, sleep, spawnOwnedNode, tempDir, waitFor } from '../helpers/node.js';
+import { childPids, isAlive, type LogRecord, ownedTempDir, sleep, spawnOwnedNode, waitFor } from '../helpers/node.js';
 
 const randomPipeline = (name: string, words: number, extra = '') => `
 [[pipelines]]
@@ -21,8 +21,7 @@ type = "stdout"
 const words = (line: string) => line.split(' ').length;
 
 test.serial('three pipelines run as three workers; SIGTERM exits 0 and leaves no worker', async (t) => {
-  const dir = tempDir();
-  t.teardown(() => dir.remove());
+  const dir = ownedTempDir(t);
   const file = dir.file('three.toml', randomPipeline('a', 3) + randomPipeline('b', 5) + randomPipeline('c', 7));
   const node = spawnOwnedNode(t, ['-c', file]);
   await waitFor(() => [3, 5, 7].every((n) => node.out.some((l) => words(l) === n)), 'entries of all three pipelines');
@@ -40,8 +39,7 @@ test.serial('three pipelines run as three workers; SIGTERM exits 0 and leaves no
 });
 
 test.serial('SIGKILL of the primary makes every worker exit within a second', async (t) => {
-  const dir = tempDir();
-  t.teardown(() => dir.remove());
+  const dir = ownedTempDir(t);
   const node = spawnOwnedNode(t, ['-c', dir.file('two.toml', randomPipeline('a', 3) + randomPipeline('b', 5))]);
   const pids = await waitFor(async () => {
     const p = await childPids(node.child.pid!);
@@ -71,8 +69,7 @@ test.serial('SIGKILL of the primary makes every worker exit within a second', as
 });
 
 test.serial('a sink with an invalid key exits 78 and logs Failed to create pipeline', async (t) => {
-  const dir = tempDir();
-  t.teardown(() => dir.remove());
+  const dir = ownedTempDir(t);
   const file = dir.file(
     'bad.toml',
     `[[pipelines]]
@@ -97,8 +94,7 @@ config = { target = "nowhere" }
 const debugRecords = (records: LogRecord[]) => records.filter((r) => r.level === 'debug');
 
 test.serial('LOGGING_LEVEL=debug and --logging.level=debug take effect; LOGRELAY_LOGGING_LEVEL does not', async (t) => {
-  const dir = tempDir();
-  t.teardown(() => dir.remove());
+  const dir = ownedTempDir(t);
   const file = dir.file('d.toml', `status_interval_ms = 200\n${randomPipeline('a', 3)}`);
   for (const [args, env] of [
     [['-c', file], { LOGGING_LEVEL: 'debug' }],
@@ -117,8 +113,7 @@ test.serial('LOGGING_LEVEL=debug and --logging.level=debug take effect; LOGRELAY
 });
 
 test.serial('quiet is re-applied on reload: the service log (and the workers\' lines) stop, then come back', async (t) => {
-  const dir = tempDir();
-  t.teardown(() => dir.remove());
+  const dir = ownedTempDir(t);
   const file = dir.file('rq.toml', `status_interval_ms = 100\nquiet = false\n${randomPipeline('a', 3)}`);
   const node = spawnOwnedNode(t, ['-c', file, '--logging.level=debug']);
   await waitFor(() => node.records.some((r) => r.msg === 'status report'), 'status reports while not quiet');
@@ -148,8 +143,7 @@ test.serial('quiet is re-applied on reload: the service log (and the workers\' l
 });
 
 test.serial('QUIET=true silences the service log while entries flow; logging.output = "stdout" moves it to stdout', async (t) => {
-  const dir = tempDir();
-  t.teardown(() => dir.remove());
+  const dir = ownedTempDir(t);
   const file = dir.file('q.toml', randomPipeline('a', 3));
   const quiet = spawnOwnedNode(t, ['-c', file], { env: { QUIET: 'true' } });
   await waitFor(() => quiet.out.length >= 5, 'entries still flow');
@@ -164,8 +158,7 @@ test.serial('QUIET=true silences the service log while entries flow; logging.out
 });
 
 test.serial('usage and configuration faults: exit 2 or 78 with the key or variable named', async (t) => {
-  const dir = tempDir();
-  t.teardown(() => dir.remove());
+  const dir = ownedTempDir(t);
   const ok = dir.file('ok.toml', randomPipeline('a', 3));
   const arr = spawnOwnedNode(t, ['-c', ok, '--pipelines.0.name=x']);
   t.is((await arr.finish()).code, 2);
@@ -186,8 +179,7 @@ test.serial('usage and configuration faults: exit 2 or 78 with the key or variab
 });
 
 test.serial('${VAR:-default} works for strings and numbers', async (t) => {
-  const dir = tempDir();
-  t.teardown(() => dir.remove());
+  const dir = ownedTempDir(t);
   const file = dir.file(
     'v.toml',
     `[[pipelines]]
@@ -207,8 +199,7 @@ type = "stdout"
 });
 
 test.serial('status reports carry every pipeline counter and the counters advance', async (t) => {
-  const dir = tempDir();
-  t.teardown(() => dir.remove());
+  const dir = ownedTempDir(t);
   const file = dir.file('s.toml', `status_interval_ms = 1000\n${randomPipeline('a', 3)}${randomPipeline('b', 4)}`);
   const node = spawnOwnedNode(t, ['-c', file, '--logging.level=debug']);
   // Reports before a worker's first stats message (sent every second) carry only `restarts`.
@@ -231,8 +222,7 @@ test.serial('status reports carry every pipeline counter and the counters advanc
 });
 
 test.serial('service log to files rotates with pino-roll and stays within max_total_size_mb', async (t) => {
-  const dir = tempDir();
-  t.teardown(() => dir.remove());
+  const dir = ownedTempDir(t);
   const logDir = join(dir.path, 'svc log');
   const file = dir.file(
     'r.toml',
@@ -322,8 +312,7 @@ type = "null"
 });
 
 test.serial('rotated service log files older than retention_hours are removed', async (t) => {
-  const dir = tempDir();
-  t.teardown(() => dir.remove());
+  const dir = ownedTempDir(t);
   const old = join(dir.path, 'svc.1.log');
   writeFileSync(old, '{"msg":"old"}\n');
   const twoHoursAgo = new Date(Date.now() - 2 * 3600_000);
@@ -341,8 +330,7 @@ test.serial('rotated service log files older than retention_hours are removed', 
 });
 
 test.serial('service log on stdout shares the pipe with stdout sinks without tearing a line, even when the reader stalls', async (t) => {
-  const dir = tempDir();
-  t.teardown(() => dir.remove());
+  const dir = ownedTempDir(t);
   // Every entry passes a filter, so at debug level each adds a forwarded service log line.
   const file = dir.file(
     'shared.toml',

@@ -3,15 +3,14 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import test from 'ava';
-import { ROOT, spawnOwnedNode, tempDir } from '../helpers/node.js';
+import { ownedTempDir, ROOT, spawnOwnedNode } from '../helpers/node.js';
 import { makePki } from '../helpers/pki.js';
 
 const examples = [...readFileSync(join(ROOT, 'README.md'), 'utf8').matchAll(/```toml\n([\s\S]*?)```/g)].map((m) => m[1]!);
 
 test.serial('the README has configuration examples and every one passes check', async (t) => {
   t.true(examples.length >= 4, `found ${examples.length} examples`);
-  const dir = tempDir();
-  t.teardown(() => dir.remove());
+  const dir = ownedTempDir(t);
   const pki = makePki(join(dir.path, 'pki'), ['edge-01', 'relay', 'collector']);
   for (const [i, text] of examples.entries()) {
     const file = dir.file(`example-${i}.toml`, text);
@@ -29,8 +28,7 @@ const broken: [string, string, RegExp][] = [
 ];
 for (const [name, text, message] of broken) {
   test.serial(`check on a broken file (${name}) exits 78 with the error`, async (t) => {
-    const dir = tempDir();
-    t.teardown(() => dir.remove());
+    const dir = ownedTempDir(t);
     const node = spawnOwnedNode(t, ['check', '-c', dir.file('bad.toml', text)], { env: { STATUS_EVERY: undefined } });
     t.is((await node.finish()).code, 78);
     t.regex(node.errText.join('\n'), message);
