@@ -7,7 +7,7 @@ import test from 'ava';
 import { loadConfig } from '../../src/config/load.js';
 import type { Config } from '../../src/config/schema.js';
 import { configFileOf, type Fleet, localEnv, nodeServices, pkiNames, readCompose, startFleet } from '../helpers/fleet.js';
-import { childPids, pidsHolding, ROOT, sleep, spawnOwnedNode, tempDir, waitFor } from '../helpers/node.js';
+import { childPids, ownedTempDir, pidsHolding, ROOT, sleep, spawnOwnedNode, waitFor } from '../helpers/node.js';
 import { latestStatus } from '../helpers/status.js';
 import { makePki } from '../helpers/pki.js';
 
@@ -15,8 +15,7 @@ const CHAIN_TYPES = new Set(['tcp_chain', 'http_chain']);
 
 test.serial('every deploy/ file passes check and compose wires every chain sink to a matching chain source', async (t) => {
   const compose = readCompose();
-  const dir = tempDir();
-  t.teardown(() => dir.remove());
+  const dir = ownedTempDir(t);
   const pki = makePki(join(dir.path, 'pki'), pkiNames(compose));
   const local = await localEnv(compose, dir.path, pki.dir);
   const services = nodeServices(compose);
@@ -133,8 +132,7 @@ for (const restart of [false, true]) {
   test.serial(`dual chain: relay-a killed mid-stream${restart ? ' and restarted later' : ''}, every line reaches the collector`, async (t) => {
     // the fleet's start (up to 4 × 30 s), the restart (30 s) and the waits below
     t.timeout(300_000);
-    const dir = tempDir();
-    t.teardown(() => dir.remove());
+    const dir = ownedTempDir(t);
     const fleet = await startFleet(dir.path, ['--status_interval_ms=1000']);
     t.teardown(() => fleet.stopAll());
     const collected = collectorReader(fleet);
@@ -166,8 +164,7 @@ for (const restart of [false, true]) {
 test.serial('chain through relays: 100,000 lines written at the edge reach the collector complete over mutual TLS', async (t) => {
   // the fleet's start (up to 4 × 30 s), the paced writing (up to 180 s) and the last wait (60 s)
   t.timeout(420_000);
-  const dir = tempDir();
-  t.teardown(() => dir.remove());
+  const dir = ownedTempDir(t);
   const fleet = await startFleet(dir.path);
   t.teardown(() => fleet.stopAll());
   const collected = collectorReader(fleet);
@@ -201,8 +198,7 @@ test.serial('chain through relays: 100,000 lines written at the edge reach the c
 test.serial('crash isolation in the fleet: SIGKILL of the edge app worker leaves audit delivering without a gap', async (t) => {
   // the fleet's start (up to 4 × 30 s) and the waits below
   t.timeout(300_000);
-  const dir = tempDir();
-  t.teardown(() => dir.remove());
+  const dir = ownedTempDir(t);
   // status reports (at debug) tell when the edge's primary holds the app source's position
   const fleet = await startFleet(dir.path, ['--status_interval_ms=200', '--logging.level=debug']);
   t.teardown(() => fleet.stopAll());
