@@ -12,10 +12,12 @@
 
 import { mkdirSync, renameSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
-import { fileURLToPath } from 'node:url';
-import { freePort, type RunningNode, spawnNode, tempDir, waitFor } from '../test/helpers/node.js';
+import { chainSinkToml, chainSourceToml, tlsBlock } from '../test/helpers/chain.js';
+import { freePort, type RunningNode, spawnNode, tempDir, waitFor, waitReady } from '../test/helpers/node.js';
 import { makePki, type Pki } from '../test/helpers/pki.js';
+import { latestStatus } from '../test/helpers/status.js';
 import { writeInput } from './input.js';
+import { markdownTable, pct, runIfMain } from './report.js';
 
 const LINES = Number(process.env.BENCH_LINES ?? 1_000_000);
 const LINE_BYTES = 200;
@@ -46,24 +48,13 @@ interface Result {
   readonly max: number;
 }
 
-const tomlTls = (section: string, kv: Record<string, string>) =>
-  `[${section}.tls]\nenabled = true\n${Object.entries(kv)
-    .map(([k, v]) => `${k} = ${JSON.stringify(v)}`)
-    .join('\n')}\n`;
-
 function receiverToml(s: Scenario, port: number, pki: Pki | undefined, sink: 'null' | 'stdout'): string {
-  const tls = s.tls && pki ? tomlTls('pipelines.plugin_sources.config', { cert_file: pki.cert('relay'), key_file: pki.key('relay'), client_ca_file: pki.ca }) : '';
+  const tls = s.tls && pki ? tlsBlock('pipelines.plugin_sources.config', { cert_file: pki.cert('relay'), key_file: pki.key('relay'), client_ca_file: pki.ca }) : '';
   return `
 status_interval_ms = 100
 [[pipelines]]
 name = "b"
-[[pipelines.plugin_sources]]
-id = "link"
-type = "${s.link}"
-[pipelines.plugin_sources.config]
-host = "127.0.0.1"
-port = ${port}
-${tls}
+${chainSourceToml('link', s.link, port, tls)}
 [[pipelines.plugin_sinks]]
 id = "out"
 type = "${sink}"
@@ -74,7 +65,7 @@ type = "${sink}"
 function senderToml(s: Scenario, port: number, pki: Pki | undefined, watch: string | undefined): string {
   const tls =
     s.tls && pki
-      ? tomlTls('pipelines.plugin_sinks.config', { ca_file: pki.ca, cert_file: pki.cert('edge'), key_file: pki.key('edge'), server_name: 'localhost' })
+      ? tlsBlock('pipelines.plugin_sinks.config', { ca_file: pki.ca, cert_file: pki.cert('edge'), key_file: pki.key('edge'), server_name: 'localhost' })
       : '';
   const source = watch
     ? `type = "file"\n[pipelines.plugin_sources.config]\ndirectory = ${JSON.stringify(watch)}\npattern = "*.log"\nfrom = "start"\ncheck_interval_ms = 50`
@@ -84,36 +75,18 @@ function senderToml(s: Scenario, port: number, pki: Pki | undefined, watch: stri
 name = "a"
 [[pipelines.plugin_sources]]
 ${source}
-[[pipelines.plugin_sinks]]
-id = "link"
-type = "${s.link}"
-[pipelines.plugin_sinks.config]
-host = "127.0.0.1"
-port = ${port}
-node = "edge"
-on_full = "block"
-${tls}
+${chainSinkToml('link', s.link, port, 'edge', `on_full = "block"\n${tls}`)}
 `;
 }
 
-async function started(node: RunningNode, what: string): Promise<void> {
-  await waitFor(() => node.records.some((r) => r.msg === 'Starting pipeline'), `${what} started`, 20_000);
-}
-
-function processedAtB(node: RunningNode): number {
-  for (let i = node.records.length - 1; i >= 0; i--) {
-    const r = node.records[i]!;
-    if (r.msg === 'status report' && r.pipeline === 'b') return Number(r['sinks.out.total_processed'] ?? 0);
-  }
-  return 0;
-}
+const processedAtB = (node: RunningNode): number => Number(latestStatus(node, 'b')?.['sinks.out.total_processed'] ?? 0);
 
 async function pair(s: Scenario, pki: Pki | undefined, dir: ReturnType<typeof tempDir>, sink: 'null' | 'stdout', watch?: string) {
   const port = await freePort();
   const b = spawnNode(['-c', dir.file(`b-${sink}.toml`, receiverToml(s, port, pki, sink)), '--logging.level=debug']);
   const a = spawnNode(['-c', dir.file(`a-${sink}.toml`, senderToml(s, port, pki, watch))], { stdin: watch ? 'ignore' : 'pipe' });
   try {
-    await Promise.all([started(b, 'receiver'), started(a, 'sender')]);
+    await Promise.all([waitReady(b, 'receiver'), waitReady(a, 'sender')]);
   } catch (err) {
     await Promise.all([a.stop(5000), b.stop(5000)]);
     throw err;
@@ -169,8 +142,6 @@ async function latency(s: Scenario, pki: Pki | undefined, dir: ReturnType<typeof
   }
 }
 
-const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((sorted.length * p) / 100))] ?? Number.NaN;
-
 export async function main(): Promise<Result[]> {
   const dir = tempDir('logrelay-bench-chain-');
   const results: Result[] = [];
@@ -187,25 +158,11 @@ export async function main(): Promise<Result[]> {
   } finally {
     dir.remove();
   }
-  const rows = [
-    ['scenario (one hop, 127.0.0.1)', 'entries/s', 'p50 ms', 'p99 ms', 'max ms'],
-    ...results.map((r) => [r.title, Math.round(r.entriesPerSec).toLocaleString('en-US'), r.p50.toFixed(2), r.p99.toFixed(2), r.max.toFixed(2)]),
-  ];
-  const widths = rows[0]!.map((_, c) => Math.max(...rows.map((r) => r[c]!.length)));
-  const line = (r: string[]) => `| ${r.map((cell, c) => (c === 0 ? cell.padEnd(widths[c]!) : cell.padStart(widths[c]!))).join(' | ')} |`;
+  const head = ['scenario (one hop, 127.0.0.1)', 'entries/s', 'p50 ms', 'p99 ms', 'max ms'];
+  const rows = results.map((r) => [r.title, Math.round(r.entriesPerSec).toLocaleString('en-US'), r.p50.toFixed(2), r.p99.toFixed(2), r.max.toFixed(2)]);
   console.log(`Chain links: ${LINES.toLocaleString('en-US')} entries of ${LINE_BYTES} bytes (file → chain sink → chain source → null, two nodes); latency at ${LATENCY_RATE} entries/s (stdin → chain sink → chain source → stdout)`);
-  console.log(line(rows[0]!));
-  console.log(`|${widths.map((w, c) => (c === 0 ? '-'.repeat(w + 2) : `${'-'.repeat(w + 1)}:`)).join('|')}|`);
-  for (const r of rows.slice(1)) console.log(line(r));
+  console.log(markdownTable(head, rows, true));
   return results;
 }
 
-if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
-  main().then(
-    () => process.exit(0),
-    (err: unknown) => {
-      console.error(err);
-      process.exit(1);
-    },
-  );
-}
+runIfMain(import.meta.url, main, { exitWhenDone: true });

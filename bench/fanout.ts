@@ -2,10 +2,10 @@
 // the worker's peak RSS (VmHWM), and what one client that stops reading costs the others.
 // Runs a real node on 127.0.0.1 per scenario; bounded to about a minute. `node dist/bench/fanout.js`
 
-import { readFileSync } from 'node:fs';
 import { type ClientRequest, type IncomingMessage, request } from 'node:http';
-import { fileURLToPath } from 'node:url';
 import { childPids, freePort, type RunningNode, sleep, spawnNode, type TempDir, tempDir, waitFor } from '../test/helpers/node.js';
+import { statusBytes } from './proc.js';
+import { runIfMain, textTable } from './report.js';
 
 const WARMUP_MS = 1000;
 const MEASURE_MS = 4000;
@@ -75,9 +75,8 @@ function statusOf(port: number): Promise<{ statistics: { total_processed: number
 }
 
 function memMb(pid: number): { rss: number; hwm: number } {
-  const text = readFileSync(`/proc/${pid}/status`, 'utf8');
-  const kb = (name: string) => Number(new RegExp(`^${name}:\\s+(\\d+) kB`, 'm').exec(text)?.[1] ?? 0);
-  return { rss: kb('VmRSS') / 1024, hwm: kb('VmHWM') / 1024 };
+  const MiB = 1024 * 1024;
+  return { rss: statusBytes(pid, 'VmRSS') / MiB, hwm: statusBytes(pid, 'VmHWM') / MiB };
 }
 
 async function runScenario(s: Scenario, dir: TempDir): Promise<Row> {
@@ -146,9 +145,7 @@ function table(rows: readonly Row[]): string {
     r.rssMb.toFixed(1),
     r.hwmMb.toFixed(1),
   ]);
-  const widths = head.map((h, i) => Math.max(h.length, ...body.map((b) => b[i]!.length)));
-  const line = (cells: readonly string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
-  return [line(head), line(widths.map((w) => '-'.repeat(w))), ...body.map(line)].join('\n');
+  return textTable(head, body);
 }
 
 export async function main(): Promise<void> {
@@ -170,9 +167,4 @@ export async function main(): Promise<void> {
   }
 }
 
-if (process.argv[1] === fileURLToPath(import.meta.url)) {
-  main().catch((err: unknown) => {
-    process.stderr.write(`${err instanceof Error ? err.stack : String(err)}\n`);
-    process.exit(1);
-  });
-}
+runIfMain(import.meta.url, main);

@@ -7,10 +7,10 @@
 import { appendFileSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { EventSource } from 'eventsource';
 import { type Fleet, startFleet } from '../test/helpers/fleet.js';
 import { sleep } from '../test/helpers/node.js';
+import { pct, runIfMain } from './report.js';
 
 function uniqueAtCollector(fleet: Fleet, prefix: string): number {
   const dir = fleet.local.dirs.collector!.DATA_DIR!;
@@ -79,8 +79,6 @@ async function delay(fleet: Fleet, count: number, everyMs: number): Promise<numb
   return delays.sort((a, b) => a - b);
 }
 
-const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? Number.NaN;
-
 function table(head: string[], rows: string[][]): string {
   const w = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
   const fmt = (r: string[]) => r.map((c, i) => c.padStart(w[i]!)).join('  ');
@@ -111,12 +109,4 @@ export async function main(): Promise<void> {
   }
 }
 
-if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
-  main().then(
-    () => process.exit(0),
-    (err: unknown) => {
-      console.error(err);
-      process.exit(1);
-    },
-  );
-}
+runIfMain(import.meta.url, main, { exitWhenDone: true });

@@ -5,11 +5,12 @@
 // counted, never buffered. `node dist/bench/overload.js`; about a minute. The integration test
 // runs one scenario of it and asserts only the memory bound, never a speed.
 
-import { closeSync, openSync, readFileSync, writeSync } from 'node:fs';
+import { closeSync, openSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
-import { fileURLToPath } from 'node:url';
 import { childPids, type RunningNode, sleep, spawnNode, tempDir, waitFor } from '../test/helpers/node.js';
+import { statusBytes } from './proc.js';
+import { runIfMain, textTable } from './report.js';
 
 const MiB = 1024 * 1024;
 /** Bytes per input line, `\n` included. */
@@ -45,11 +46,6 @@ export interface OverloadResult {
   readonly rssMax: number;
   /** worker VmHWM at the end (includes start-up), bytes */
   readonly hwm: number;
-}
-
-function statusBytes(pid: number, field: 'VmRSS' | 'VmHWM'): number {
-  const m = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-  return m ? Number(m[1]) * 1024 : 0;
 }
 
 /** One line of exactly LINE_BYTES bytes: the number, then filler. */
@@ -197,12 +193,6 @@ const SCENARIOS: readonly Scenario[] = [
   { name: 'stalled reader', opts: { inputRate: 20_000, readRate: 0, seconds: SECONDS } },
 ];
 
-function table(rows: readonly (readonly string[])[], head: readonly string[]): string {
-  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((b) => b[i]!.length)));
-  const line = (cells: readonly string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
-  return [line(head), line(widths.map((w) => '-'.repeat(w))), ...rows.map(line)].join('\n');
-}
-
 export async function main(): Promise<void> {
   const guard = setTimeout(() => {
     process.stderr.write('overload bench: over its time bound, giving up\n');
@@ -229,16 +219,11 @@ export async function main(): Promise<void> {
       `Overload: file source → stdout sink (on_full = "drop") into a pipe read at a fixed rate; ${LINE_BYTES}-byte lines, ${SECONDS} s per scenario; worker RSS from /proc\n`,
     );
     process.stdout.write(
-      `${table(rows, ['scenario', 'input entries/s', 'delivered entries/s', 'dropped', 'RSS start MiB', 'RSS max MiB', 'RSS end MiB', 'VmHWM MiB', 'growth MiB'])}\n`,
+      `${textTable(['scenario', 'input entries/s', 'delivered entries/s', 'dropped', 'RSS start MiB', 'RSS max MiB', 'RSS end MiB', 'VmHWM MiB', 'growth MiB'], rows)}\n`,
     );
   } finally {
     clearTimeout(guard);
   }
 }
 
-if (process.argv[1] === fileURLToPath(import.meta.url)) {
-  main().catch((err: unknown) => {
-    process.stderr.write(`${err instanceof Error ? err.stack : String(err)}\n`);
-    process.exit(1);
-  });
-}
+runIfMain(import.meta.url, main);

@@ -11,7 +11,8 @@ export function childPids(pid: number): number[] {
   }
 }
 
-function statusField(pid: number | 'self', field: string): number {
+/** A `kB` field of /proc/<pid>/status (VmRSS, VmHWM, …), bytes; 0 if absent. */
+export function statusBytes(pid: number | 'self', field: string): number {
   const text = readFileSync(`/proc/${pid}/status`, 'utf8');
   const m = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(text);
   return m ? Number(m[1]) * 1024 : 0;
@@ -19,7 +20,7 @@ function statusField(pid: number | 'self', field: string): number {
 
 /** Peak resident set size (VmHWM), bytes. */
 export function peakRss(pid: number | 'self'): number {
-  return statusField(pid, 'VmHWM');
+  return statusBytes(pid, 'VmHWM');
 }
 
 /** Bytes the process has read through read(2)/pread(2) so far (`rchar`). */

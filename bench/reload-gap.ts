@@ -7,8 +7,8 @@
 
 import { closeSync, openSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { type RunningNode, sleep, spawnNode, tempDir, waitFor } from '../test/helpers/node.js';
+import { runIfMain, textTable } from './report.js';
 
 const RELOADS = Number(process.env.RELOADS ?? 10);
 const APPEND_EVERY_MS = 2;
@@ -161,12 +161,10 @@ type = "stdout"
     const gaps = reloadRows.map((r) => r.f.gapMs);
     body.push(['all reloads: median', median(reloadRows.map((r) => r.w.reloadMs!)).toFixed(0), median(gaps).toFixed(0), median(reloadRows.map((r) => r.f.latencyMs)).toFixed(0), '']);
     body.push(['all reloads: max', max(reloadRows.map((r) => r.w.reloadMs!)).toFixed(0), max(gaps).toFixed(0), max(reloadRows.map((r) => r.f.latencyMs)).toFixed(0), '']);
-    const widths = head.map((h, i) => Math.max(h.length, ...body.map((b) => b[i]!.length)));
-    const line = (cells: readonly string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
     process.stdout.write(
       `Reload handover: file source (100 ms tail) → stdout sink, one line appended every ${APPEND_EVERY_MS} ms, ${RELOADS} SIGHUP reloads ${RELOAD_SPACING_MS} ms apart\n`,
     );
-    process.stdout.write(`${[line(head), line(widths.map((w) => '-'.repeat(w))), ...body.map(line)].join('\n')}\n`);
+    process.stdout.write(`${textTable(head, body)}\n`);
     process.stdout.write(`lines appended ${total}, received ${arrivals.length}, missing ${missing}, duplicated ${duplicated}, service-log errors ${errors}\n`);
     if (missing > 0 || duplicated > 0) process.exitCode = 1;
   } finally {
@@ -176,9 +174,4 @@ type = "stdout"
   }
 }
 
-if (process.argv[1] === fileURLToPath(import.meta.url)) {
-  main().catch((err: unknown) => {
-    process.stderr.write(`${err instanceof Error ? err.stack : String(err)}\n`);
-    process.exit(1);
-  });
-}
+runIfMain(import.meta.url, main);

@@ -15,6 +15,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { writeInput } from './input.js';
 import { bytesRead, childPids, peakRss } from './proc.js';
+import { markdownTable } from './report.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const BIN = join(ROOT, 'bin', 'logrelay.js');
@@ -186,9 +187,7 @@ function table(results: readonly Result[], inputBytes: number, baseNull: Result,
       r.note,
     ];
   });
-  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
-  const line = (cells: readonly string[]) => `| ${cells.map((c, i) => c.padEnd(widths[i]!)).join(' | ')} |`;
-  return [line(head), `|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|`, ...rows.map(line)].join('\n');
+  return markdownTable(head, rows);
 }
 
 async function main(): Promise<void> {
