@@ -9,6 +9,8 @@ import { closeSync, openSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { childPids, type RunningNode, sleep, spawnNode, tempDir, waitFor } from '../test/helpers/node.js';
+import { latestStatus } from '../test/helpers/status.js';
+import { fileSourceToml, sinkToml } from '../test/helpers/toml.js';
 import { statusBytes } from './proc.js';
 import { runIfMain, textTable } from './report.js';
 
@@ -103,9 +105,7 @@ function startWriter(file: string, rate: number) {
   };
 }
 
-function pipelineReport(node: RunningNode) {
-  return node.records.findLast((r) => r.msg === 'status report' && r.pipeline === 'overload');
-}
+const pipelineReport = (node: RunningNode) => latestStatus(node, 'overload');
 
 const num = (r: Record<string, unknown> | undefined, key: string) => (r?.[key] as number | undefined) ?? 0;
 
@@ -118,19 +118,7 @@ export async function runOverload(opts: OverloadOptions): Promise<OverloadResult
 shutdown_timeout_ms = 1000
 [[pipelines]]
 name = "overload"
-[[pipelines.plugin_sources]]
-id = "in"
-type = "file"
-[pipelines.plugin_sources.config]
-directory = ${JSON.stringify(dir.path)}
-pattern = "*.log"
-[[pipelines.plugin_sinks]]
-id = "slow"
-type = "stdout"
-[pipelines.plugin_sinks.config]
-on_full = "drop"
-buffer_size = ${opts.bufferSize ?? 1000}
-`,
+${fileSourceToml('in', dir.path, 'pattern = "*.log"')}${sinkToml('slow', 'stdout', `on_full = "drop"\nbuffer_size = ${opts.bufferSize ?? 1000}`)}`,
   );
   dir.file('app.log', '');
   const node = spawnNode(['-c', config, '--logging.level=debug']);

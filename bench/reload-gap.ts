@@ -8,6 +8,7 @@
 import { closeSync, openSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { type RunningNode, sleep, spawnNode, tempDir, waitFor } from '../test/helpers/node.js';
+import { fileSourceToml, sinkToml } from '../test/helpers/toml.js';
 import { runIfMain, textTable } from './report.js';
 
 const RELOADS = Number(process.env.RELOADS ?? 10);
@@ -101,16 +102,7 @@ export async function main(): Promise<void> {
     `shutdown_timeout_ms = 5000
 [[pipelines]]
 name = "app"
-[[pipelines.plugin_sources]]
-id = "tail"
-type = "file"
-[pipelines.plugin_sources.config]
-directory = ${JSON.stringify(dir.path)}
-pattern = "*.log"
-[[pipelines.plugin_sinks]]
-id = "out"
-type = "stdout"
-`,
+${fileSourceToml('tail', dir.path, 'pattern = "*.log"')}${sinkToml('out', 'stdout')}`,
   );
   const node = spawnNode(['-c', config]);
   try {

@@ -13,6 +13,7 @@ import { mkdirSync, mkdtempSync, readdirSync, renameSync, rmSync, statSync, writ
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { fileSinkToml, fileSourceToml, sinkToml } from '../test/helpers/toml.js';
 import { writeInput } from './input.js';
 import { bytesRead, childPids, peakRss } from './proc.js';
 import { markdownTable } from './report.js';
@@ -60,26 +61,13 @@ async function until<T>(check: () => T, what: string, timeoutMs: number, everyMs
 }
 
 function configToml(watch: string, format: Format, sink: SinkKind, outDir: string): string {
-  const sinkConfig =
-    sink === 'null'
-      ? ''
-      : `[pipelines.plugin_sinks.config]\ndirectory = ${JSON.stringify(outDir)}\nname = "out"\nmax_size_mb = 10000\non_full = "block"\n`;
+  const sinkTable = sink === 'null' ? sinkToml('out', 'null') : fileSinkToml('out', outDir, 'max_size_mb = 10000\non_full = "block"');
   return `status_interval_ms = 1000
 [[pipelines]]
 name = "bench"
 [pipelines.flow.format]
 type = "${format}"
-[[pipelines.plugin_sources]]
-id = "in"
-type = "file"
-[pipelines.plugin_sources.config]
-directory = ${JSON.stringify(watch)}
-from = "start"
-check_interval_ms = 10
-[[pipelines.plugin_sinks]]
-id = "out"
-type = "${sink}"
-${sinkConfig}`;
+${fileSourceToml('in', watch, 'from = "start"\ncheck_interval_ms = 10')}${sinkTable}`;
 }
 
 interface RunningNode {

@@ -1,8 +1,10 @@
 // A FIFO standing in for a sink's output file: the test reads it, and stops reading to stall the sink.
 
 import { spawnSync } from 'node:child_process';
-import { constants, openSync } from 'node:fs';
+import { constants, mkdirSync, openSync } from 'node:fs';
 import { Socket } from 'node:net';
+import { join } from 'node:path';
+import { type Teardown, type TempDir, tempDir } from './node.js';
 
 export interface FifoReader {
   /** complete lines read so far */
@@ -34,4 +36,18 @@ export function fifoReader(path: string): FifoReader {
   });
   stream.pause();
   return { received, stream };
+}
+
+/**
+ * A fresh temp dir (named after `prefix`) with `in/` and `out/`, where `out/out.1.log`, the
+ * current file of a file sink named "out" writing into `out/`, is a FIFO with a paused reader;
+ * the test's teardown destroys the reader. The dir is the caller's to remove.
+ */
+export function fifoSinkDir(t: Teardown, prefix: string): FifoReader & { readonly dir: TempDir } {
+  const dir = tempDir(prefix);
+  mkdirSync(join(dir.path, 'in'));
+  mkdirSync(join(dir.path, 'out'));
+  const reader = fifoReader(join(dir.path, 'out', 'out.1.log'));
+  t.teardown(() => reader.stream.destroy());
+  return { dir, ...reader };
 }

@@ -23,17 +23,13 @@ export const sinkToml = (id: string, type: string, config = ''): string =>
 /** A file sink table `id` writing `out.<n>.log` into `directory`; `config` lines follow in its config table. */
 export const fileSinkToml = (id: string, directory: string, config = ''): string => sinkToml(id, 'file', `directory = ${JSON.stringify(directory)}\nname = "out"\n${config}`);
 
+/** A file source table `id` on `directory`; `config` lines follow in its config table. */
+export const fileSourceToml = (id: string, directory: string, config = ''): string =>
+  `[[pipelines.plugin_sources]]\nid = "${id}"\ntype = "file"\n[pipelines.plugin_sources.config]\ndirectory = ${JSON.stringify(directory)}\n${config}\n`;
+
 /**
  * Pipeline `p`: a file source `f` on `directory` with `config` lines in its config table, then
  * `sinks` (by default a stdout sink `out`).
  */
-export const filePipeline = (directory: string, config = '', sinks = sinkToml('out', 'stdout')): string => `
-[[pipelines]]
-name = "p"
-[[pipelines.plugin_sources]]
-id = "f"
-type = "file"
-[pipelines.plugin_sources.config]
-directory = ${JSON.stringify(directory)}
-${config}
-${sinks}`;
+export const filePipeline = (directory: string, config = '', sinks = sinkToml('out', 'stdout')): string =>
+  `\n[[pipelines]]\nname = "p"\n${fileSourceToml('f', directory, config)}${sinks}`;

@@ -4,11 +4,11 @@
 import { appendFileSync, mkdirSync, renameSync, truncateSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import test, { type ExecutionContext } from 'ava';
-import { fifoReader } from '../helpers/fifo.js';
+import { fifoSinkDir } from '../helpers/fifo.js';
 import { count, lines, readOrEmpty, text } from '../helpers/lines.js';
 import { type RunningNode, startNodeInDir, type TempDir, tempDir, waitFor } from '../helpers/node.js';
 import { latestCounter, statusReports } from '../helpers/status.js';
-import { fileSinkToml, filePipeline } from '../helpers/toml.js';
+import { fileSinkToml, filePipeline, fileSourceToml, sinkToml } from '../helpers/toml.js';
 
 const toml = (s: string) => JSON.stringify(s);
 
@@ -32,23 +32,7 @@ test.serial('from = "end" skips what is there, from = "start" replays it; append
     return `
 [[pipelines]]
 name = "p"
-[[pipelines.plugin_sources]]
-id = "end"
-type = "file"
-[pipelines.plugin_sources.config]
-directory = ${toml(join(d.path, 'a'))}
-check_interval_ms = 100
-[[pipelines.plugin_sources]]
-id = "start"
-type = "file"
-[pipelines.plugin_sources.config]
-directory = ${toml(join(d.path, 'b'))}
-from = "start"
-check_interval_ms = 100
-[[pipelines.plugin_sinks]]
-id = "out"
-type = "stdout"
-`;
+${fileSourceToml('end', join(d.path, 'a'), 'check_interval_ms = 100')}${fileSourceToml('start', join(d.path, 'b'), 'from = "start"\ncheck_interval_ms = 100')}${sinkToml('out', 'stdout')}`;
   });
   await waitFor(() => latestCounter(node, 'p', 'sources.end.active_watchers') === 1 && latestCounter(node, 'p', 'sources.start.active_watchers') === 1, 'both sources watching');
   const a = join(dir.path, 'a', 'a.log');
@@ -125,15 +109,7 @@ test.serial('a directory with spaces and brackets: * and ? patterns, no dot file
     writeFileSync(join(logs, 'app-22.log'), 'app twenty-two\n');
     writeFileSync(join(logs, '.hidden'), 'hidden\n');
     writeFileSync(join(logs, 'sub', 'x.log'), 'nested\n');
-    const source = (id: string, pattern: string) => `
-[[pipelines.plugin_sources]]
-id = "${id}"
-type = "file"
-[pipelines.plugin_sources.config]
-directory = ${toml(logs)}
-pattern = ${toml(pattern)}
-from = "start"
-`;
+    const source = (id: string, pattern: string) => fileSourceToml(id, logs, `pattern = ${toml(pattern)}\nfrom = "start"`);
     return `
 [[pipelines]]
 name = "p"
@@ -170,14 +146,9 @@ type = "stdout"
 test.serial('on_full = "block": a stalled sink pauses the file source, and nothing is lost once it resumes', async (t) => {
   // several read chunks' worth, so the source has to pause between reads
   const total = 200_000;
-  const dir = tempDir('logrelay-file-block-');
-  mkdirSync(join(dir.path, 'in'));
-  mkdirSync(join(dir.path, 'out'));
   // the sink's current file is a FIFO the test reads: stop reading and the sink stalls
-  const fifo = join(dir.path, 'out', 'out.1.log');
+  const { dir, received, stream: reader } = fifoSinkDir(t, 'logrelay-file-block-');
   writeFileSync(join(dir.path, 'in', 'app.log'), text(lines('entry', 1, total)));
-  const { received, stream: reader } = fifoReader(fifo);
-  t.teardown(() => reader.destroy());
   const node = startNodeInDir(t, dir, filePipeline(join(dir.path, 'in'), 'from = "start"', fileSinkToml('out', join(dir.path, 'out'), 'buffer_size = 100\non_full = "block"')));
   // paused: the source's count stays put below the total across reports at least 1.5 s apart
   const stalled = () => {

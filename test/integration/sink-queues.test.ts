@@ -6,7 +6,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import test, { type ExecutionContext } from 'ava';
 import { runOverload } from '../../bench/overload.js';
-import { fifoReader } from '../helpers/fifo.js';
+import { fifoSinkDir } from '../helpers/fifo.js';
 import { readOrEmpty, text } from '../helpers/lines.js';
 import { exitedWithin, type RunningNode, sleep, startNodeInDir, type TempDir, tempDir, waitFor } from '../helpers/node.js';
 import { latestCounter, latestStatus } from '../helpers/status.js';
@@ -25,12 +25,18 @@ function numbered(from: number, to: number): string[] {
   return out;
 }
 
-test.serial('on_full = "drop": a sink whose reader stalls drops and counts, the other sink receives everything', async (t) => {
-  const total = 20_000;
-  const dir = tempDir('logrelay-sink-drop-');
+/** A fresh temp dir whose `in/app.log` holds numbered(1, total), and those lines. */
+function withInput(prefix: string, total: number): { readonly dir: TempDir; readonly all: string[] } {
+  const dir = tempDir(prefix);
   mkdirSync(join(dir.path, 'in'));
   const all = numbered(1, total);
   writeFileSync(join(dir.path, 'in', 'app.log'), text(all));
+  return { dir, all };
+}
+
+test.serial('on_full = "drop": a sink whose reader stalls drops and counts, the other sink receives everything', async (t) => {
+  const total = 20_000;
+  const { dir, all } = withInput('logrelay-sink-drop-', total);
   const node = startNode(
     t,
     dir,
@@ -84,10 +90,7 @@ test.serial('on_full = "drop": a sink whose reader stalls drops and counts, the 
 
 test.serial('a drain cut short counts every entry it abandons, those still buffered by the stdout stream included', async (t) => {
   const total = 20_000;
-  const dir = tempDir('logrelay-sink-cut-');
-  mkdirSync(join(dir.path, 'in'));
-  const all = numbered(1, total);
-  writeFileSync(join(dir.path, 'in', 'app.log'), text(all));
+  const { dir, all } = withInput('logrelay-sink-cut-', total);
   const node = startNode(t, dir, filePipeline(join(dir.path, 'in'), 'from = "start"', sinkToml('stalled', 'stdout', 'buffer_size = 100000')), 1000);
   node.child.stdout!.pause();
   await waitFor(() => latestCounter(node, 'p', 'sources.f.total_entries') === total, `the source read all ${total} entries`);
@@ -108,12 +111,8 @@ test.serial('a drain cut short counts every entry it abandons, those still buffe
 
 test.serial('a drain cut short while a file sink write is stuck (stalled FIFO) ends at the deadline, not at the kill', async (t) => {
   const total = 20_000;
-  const dir = tempDir('logrelay-sink-stuck-');
-  mkdirSync(join(dir.path, 'in'));
-  mkdirSync(join(dir.path, 'out'));
-  const fifo = join(dir.path, 'out', 'out.1.log');
-  const { stream: reader } = fifoReader(fifo); // opened, never read: the sink's write blocks in the thread pool
-  t.teardown(() => reader.destroy());
+  // the sink's FIFO is opened, never read: the sink's write blocks in the thread pool
+  const { dir } = fifoSinkDir(t, 'logrelay-sink-stuck-');
   writeFileSync(join(dir.path, 'in', 'app.log'), text(numbered(1, total)));
   const shutdownMs = 1000;
   const node = startNode(t, dir, filePipeline(join(dir.path, 'in'), 'from = "start"', fileSinkToml('out', join(dir.path, 'out'), 'buffer_size = 100000')), shutdownMs);
@@ -145,13 +144,8 @@ test.serial('worker memory stays bounded under a 10× overload of its slowest si
 
 test.serial('SIGTERM with entries queued in a file sink: exit 0 and every queued entry is in the file', async (t) => {
   const total = 100_000;
-  const dir = tempDir('logrelay-sink-drain-');
-  mkdirSync(join(dir.path, 'in'));
-  mkdirSync(join(dir.path, 'out'));
   // the sink's current file is a FIFO this test reads: while it does not, the sink's queue holds the burst
-  const fifo = join(dir.path, 'out', 'out.1.log');
-  const { received, stream: reader } = fifoReader(fifo);
-  t.teardown(() => reader.destroy());
+  const { dir, received, stream: reader } = fifoSinkDir(t, 'logrelay-sink-drain-');
   const node = startNode(
     t,
     dir,
