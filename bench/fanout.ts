@@ -4,6 +4,7 @@
 
 import { type ClientRequest, type IncomingMessage, request } from 'node:http';
 import { childPids, freePort, type RunningNode, sleep, spawnNode, type TempDir, tempDir, waitFor } from '../test/helpers/node.js';
+import { localPluginToml, randomSourceToml } from '../test/helpers/toml.js';
 import { statusBytes } from './proc.js';
 import { runIfMain, textTable } from './report.js';
 
@@ -86,21 +87,7 @@ async function runScenario(s: Scenario, dir: TempDir): Promise<Row> {
     `quiet = true
 [[pipelines]]
 name = "fanout"
-[[pipelines.plugin_sources]]
-type = "random"
-[pipelines.plugin_sources.config]
-interval_ms = 1
-entries_per_tick = ${ENTRIES_PER_TICK}
-length = 20
-[[pipelines.plugin_sinks]]
-id = "sse"
-type = "http"
-[pipelines.plugin_sinks.config]
-host = "127.0.0.1"
-port = ${port}
-buffer_size = 10000
-write_timeout_ms = 60000
-`,
+${randomSourceToml(`interval_ms = 1\nentries_per_tick = ${ENTRIES_PER_TICK}\nlength = 20`)}${localPluginToml('sinks', 'sse', 'http', port, 'buffer_size = 10000\nwrite_timeout_ms = 60000\n')}`,
   );
   const node: RunningNode = spawnNode(['-c', file]);
   try {

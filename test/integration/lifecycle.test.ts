@@ -40,6 +40,16 @@ function withLogsDir(t: Teardown) {
   return { dir, logs };
 }
 
+/** Pipeline `name`: a random source into a tcp sink to 127.0.0.1:`port`. */
+const tcpPipeline = (name: string, port: number) => `[[pipelines]]
+name = "${name}"
+[[pipelines.plugin_sources]]
+type = "random"
+[[pipelines.plugin_sinks]]
+type = "tcp"
+config = { host = "127.0.0.1", port = ${port} }
+`;
+
 /**
  * A background writer appending numbered lines `<prefix>-<n>` every few ms; the test's teardown
  * stops it (and awaits it) before the directory goes. A write failure surfaces from stop().
@@ -159,17 +169,7 @@ test.serial('a failed reload keeps the old pipelines; removing and adding pipeli
   const before = await pidsOf(2);
 
   // A sink whose port is 0: the new generation fails to build, the old one keeps delivering.
-  writeFileSync(
-    cfgFile,
-    `${randomPipeline('a', 3)}[[pipelines]]
-name = "b"
-[[pipelines.plugin_sources]]
-type = "random"
-[[pipelines.plugin_sinks]]
-type = "tcp"
-config = { host = "127.0.0.1", port = 0 }
-`,
-  );
+  writeFileSync(cfgFile, `${randomPipeline('a', 3)}${tcpPipeline('b', 0)}`);
   node.signal('SIGHUP');
   const failure = await waitFor(
     () => node.records.find((r) => r.msg === 'Failed to bootstrap new service, keeping old service running'),
@@ -424,17 +424,7 @@ test.serial('check builds every plugin without binding: ok with the count, or ev
   await new Promise<void>((resolve) => busy.listen(0, '127.0.0.1', resolve));
   t.teardown(() => busy.close());
   const port = (busy.address() as { port: number }).port;
-  const ok = dir.file(
-    'ok.toml',
-    `${randomPipeline('a', 3)}[[pipelines]]
-name = "b"
-[[pipelines.plugin_sources]]
-type = "random"
-[[pipelines.plugin_sinks]]
-type = "tcp"
-config = { host = "127.0.0.1", port = ${port} }
-`,
-  );
+  const ok = dir.file('ok.toml', `${randomPipeline('a', 3)}${tcpPipeline('b', port)}`);
   const good = spawnOwnedNode(t, ['check', '-c', ok]);
   t.is((await good.finish()).code, 0);
   t.deepEqual(good.out, ['configuration ok: 2 pipelines']);
