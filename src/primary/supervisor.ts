@@ -159,8 +159,11 @@ export class Supervisor {
   private readonly live = new Set<PipelineWorker>();
   /** last reported file positions by pipeline name; the primary's memory only */
   private readonly positions = new Map<string, PipelinePositions>();
-  /** per pipeline name, per source id: when the source's run began (kept over reloads and restarts) */
-  private readonly since = new Map<string, Record<string, number>>();
+  /**
+   * per pipeline name, per source id: when the source's run began (kept over reloads and
+   * restarts while its configuration stays the same) and that configuration
+   */
+  private readonly since = new Map<string, Record<string, { readonly at: number; readonly config: string }>>();
   private readonly restarts = new Map<string, number>();
   private readonly restartAttempts = new Map<string, number>();
   private readonly restartTimers = new Map<string, NodeJS.Timeout>();
@@ -288,11 +291,18 @@ export class Supervisor {
     pw.state = 'running';
     pw.startedAt = Date.now();
     this.log.info({ pipeline: pw.name, generation: pw.generation }, 'Starting pipeline');
-    // A source that ran in the predecessor keeps its start time; a new one starts now.
+    // A source that ran unchanged in the predecessor keeps its start time; a new or changed one
+    // (another directory or pattern sees other files: those are not new) starts now.
     const before = this.since.get(pw.name) ?? {};
+    const runs: Record<string, { at: number; config: string }> = {};
     const since: Record<string, number> = {};
-    for (const s of pw.pipeline.plugin_sources) since[s.id] = before[s.id] ?? pw.startedAt;
-    this.since.set(pw.name, since);
+    for (const s of pw.pipeline.plugin_sources) {
+      const config = JSON.stringify([s.type, s.config]);
+      const was = before[s.id];
+      runs[s.id] = was?.config === config ? was : { at: pw.startedAt, config };
+      since[s.id] = runs[s.id]!.at;
+    }
+    this.since.set(pw.name, runs);
     pw.send({ type: 'start', positions: this.positions.get(pw.name) ?? {}, since });
   }
 

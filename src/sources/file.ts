@@ -224,7 +224,6 @@ export const createFileSource: SourceFactory = (plugin, ctx): Source => {
   const buf = Buffer.allocUnsafe(READ_CHUNK);
   let resumeFrom: SourcePositions = {};
   let firstScan = true;
-  /** when the start was ordered, epoch ms: files born after it are new */
   /** when this source's run began, in this worker or a predecessor (see Source.start) */
   let since = Number.POSITIVE_INFINITY;
   let running = false;
@@ -309,8 +308,19 @@ export const createFileSource: SourceFactory = (plugin, ctx): Source => {
       return undefined;
     }
     unopenable.delete(path);
+    try {
+      return await tailOpened(fh, path, inode, offset, rotatedFrom);
+    } catch (err) {
+      await fh.close().catch(() => undefined);
+      throw err;
+    }
+  };
+
+  const tailOpened = async (fh: FileHandle, path: string, inode: number, offset: number, rotatedFrom?: string): Promise<Tail | undefined> => {
     const st = await fh.stat();
-    if (st.ino !== inode && rotatedFrom !== undefined) {
+    // a handed-over file is known by its inode alone: one shorter than its position is not it
+    // (the inode was freed and used again during the handover)
+    if ((st.ino !== inode || st.size < offset) && rotatedFrom !== undefined) {
       await fh.close();
       return undefined;
     }
@@ -383,7 +393,7 @@ export const createFileSource: SourceFactory = (plugin, ctx): Source => {
     const wanted = new Map<number, [string, FilePosition]>();
     const dirPrefix = join(cfg.directory, '/');
     for (const [path, pos] of Object.entries(resumeFrom)) {
-      if (!seen.has(pos.inode) && path.startsWith(dirPrefix) && !path.includes('/', dirPrefix.length)) wanted.set(pos.inode, [path, pos]);
+      if (!seen.has(pos.inode) && !tails.has(pos.inode) && path.startsWith(dirPrefix) && !path.includes('/', dirPrefix.length)) wanted.set(pos.inode, [path, pos]);
     }
     if (wanted.size === 0) return;
     const where = new Map<number, string>();

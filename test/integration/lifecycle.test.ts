@@ -296,6 +296,39 @@ type = "stdout"
   t.is(await node.stop(), 0);
 });
 
+test.serial('a reload that widens a file source\'s pattern starts it afresh: files it did not watch are read from their end', async (t) => {
+  const { dir, logs } = withLogsDir(t);
+  const cfg = (pattern: string) => `status_interval_ms = 200
+[[pipelines]]
+name = "files"
+[[pipelines.plugin_sources]]
+id = "tail"
+type = "file"
+config = { directory = "${logs}", pattern = "${pattern}", check_interval_ms = 100 }
+[[pipelines.plugin_sinks]]
+id = "out"
+type = "stdout"
+`;
+  const cfgFile = dir.file('node.toml', cfg('app.log'));
+  writeFileSync(join(logs, 'app.log'), '');
+  const node = spawnOwnedNode(t, ['-c', cfgFile, '--logging.level=debug']);
+  await waitFor(() => latestStatus(node, 'files')?.['sources.tail.active_watchers'] === 1, 'app.log watched');
+  // born after the source started, but outside its pattern: the source never had to read it
+  writeFileSync(join(logs, 'worker.log'), 'worker-000001\nworker-000002\n');
+  appendFileSync(join(logs, 'app.log'), 'app-000001\n');
+  await waitFor(() => countsOf(node.out, 'app').size === 1, 'app.log read');
+  writeFileSync(cfgFile, cfg('*.log'));
+  node.signal('SIGHUP');
+  await waitFor(() => reloaded(node) === 1, 'reloaded');
+  await waitFor(() => latestStatus(node, 'files')?.['sources.tail.active_watchers'] === 2, 'both files watched by the new generation');
+  appendFileSync(join(logs, 'worker.log'), 'worker-000003\n');
+  appendFileSync(join(logs, 'app.log'), 'app-000002\n');
+  await waitFor(() => countsOf(node.out, 'worker').size >= 1 && countsOf(node.out, 'app').size === 2, 'lines written after the reload');
+  t.deepEqual([...countsOf(node.out, 'worker').keys()], [3], 'worker.log from its end: only what was written after the reload');
+  assertExactlyOnce(t, node.out, 'app', 2);
+  t.is(await node.stop(), 0);
+});
+
 test.serial('a new-generation worker that dies after its build, while the old one drains, counts as a crash and is restarted', async (t) => {
   const dir = ownedTempDir(t);
   const deadPort = await freePort();
