@@ -475,7 +475,14 @@ export const createFileSource: SourceFactory = (plugin, ctx): Source => {
   const checkNames = async () => {
     let rotated = false;
     for (const tail of tails.values()) {
-      if (tail.detached) continue;
+      if (tail.detached) {
+        // renamed again during its grace (a second rotation shifts app.log.1 to app.log.2): its
+        // position must go under the name it has now, not one another rotated file took over
+        if (!tail.deleted && tail.renamedTo !== undefined && (await fileInode(tail.renamedTo)) !== tail.inode) {
+          tail.renamedTo = (await findInDirectory(new Set([tail.inode]))).get(tail.inode);
+        }
+        continue;
+      }
       const st = await statPath(tail.path);
       if (st && st.ino === tail.inode) continue;
       await detach(tail);

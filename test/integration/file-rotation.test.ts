@@ -106,6 +106,34 @@ test.serial('a reload during the grace hands the rotated file over: nothing lost
   t.is(node.out.length, old.length + 10 + 1, node.out.join('\n'));
 });
 
+test.serial('two rotations within the grace, then a reload: both rotated files are handed over under their current names', async (t) => {
+  const { node, app, rotated } = await rotatedApp(t, 'x', 3);
+  const second = `${app}.2`;
+  writeFileSync(app, text(lines('y', 1, 3)));
+  await waitFor(() => node.out.includes('y 3'), 'the second file read');
+  // logrotate again, within the first rotated file's 5 s grace: app.log.1 → .2, app.log → .1
+  renameSync(rotated, second);
+  renameSync(app, rotated);
+  writeFileSync(app, '');
+  await waitFor(() => latestCounter(node, 'p', 'sources.f.rotations') === 2, 'the second rotation counted');
+  // the first rotated file grows again: its 5 s grace starts anew, well past the reload
+  appendFileSync(second, text(lines('x', 4, 4)));
+  await waitFor(() => node.out.includes('x 4'), 'the first rotated file read under its second name');
+  node.signal('SIGHUP');
+  const after = await reloadedAt(node, 1);
+  await waitFor(() => statusReports(node, 'p', after).some((r) => r['sources.f.active_watchers'] === 3), 'the new generation tails all three files');
+  // the applications still write to both rotated files, and to the new one
+  appendFileSync(second, text(lines('x', 5, 5)));
+  appendFileSync(rotated, text(lines('y', 4, 5)));
+  appendFileSync(app, text(lines('z', 1, 2)));
+  await waitFor(() => ['x 5', 'y 5', 'z 2'].every((l) => node.out.includes(l)), 'lines written after the reload');
+  appendFileSync(app, 'marker\n');
+  await waitFor(() => node.out.includes('marker'), 'marker line');
+  t.deepEqual(node.out.filter((l) => l.startsWith('x')), lines('x', 1, 5));
+  t.deepEqual(node.out.filter((l) => l.startsWith('y')), lines('y', 1, 5));
+  t.deepEqual(node.out.filter((l) => l.startsWith('z')), lines('z', 1, 2));
+});
+
 // Root opens a mode-000 file anyway (CAP_DAC_OVERRIDE); as root the node runs without that
 // capability and its read-search twin, so the file is as unopenable to it as to anyone else.
 const asRoot = process.getuid?.() === 0;
