@@ -402,6 +402,8 @@ export const createFileSource: SourceFactory = (plugin, ctx): Source => {
     if (elsewhere.size > 0) for (const [inode, path] of await findInDirectory(elsewhere)) where.set(inode, path);
     for (const [inode, now] of where) {
       const [path, pos] = wanted.get(inode)!;
+      // still under its name yet not discovered: the new pattern leaves it out, it is no rotation
+      if (now === path) continue;
       // renamed during the handover: a rotation the predecessor did not see
       if ((await openTail(now, inode, pos.offset, path)) && now !== path) counters.rotations++;
     }

@@ -4,7 +4,7 @@ import { appendFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import test from 'ava';
 import { childPids, exitedWithin, freePort, isAlive, ownedTempDir, pidsHolding, type RunningNode, sleep, spawnOwnedNode, type Teardown, waitFor } from '../helpers/node.js';
-import { latestStatus } from '../helpers/status.js';
+import { latestStatus, statusReports } from '../helpers/status.js';
 
 const filePipeline = (name: string, dir: string, filter = 'NEVER-MATCHES') => `
 [[pipelines]]
@@ -326,6 +326,45 @@ type = "stdout"
   await waitFor(() => countsOf(node.out, 'worker').size >= 1 && countsOf(node.out, 'app').size === 2, 'lines written after the reload');
   t.deepEqual([...countsOf(node.out, 'worker').keys()], [3], 'worker.log from its end: only what was written after the reload');
   assertExactlyOnce(t, node.out, 'app', 2);
+  t.is(await node.stop(), 0);
+});
+
+test.serial('a reload that narrows a file source\'s pattern stops reading the files it leaves out', async (t) => {
+  const { dir, logs } = withLogsDir(t);
+  const cfg = (pattern: string) => `status_interval_ms = 200
+[[pipelines]]
+name = "files"
+[[pipelines.plugin_sources]]
+id = "tail"
+type = "file"
+config = { directory = "${logs}", pattern = "${pattern}", check_interval_ms = 100 }
+[[pipelines.plugin_sinks]]
+id = "out"
+type = "stdout"
+`;
+  const cfgFile = dir.file('node.toml', cfg('*.log'));
+  writeFileSync(join(logs, 'app.log'), '');
+  writeFileSync(join(logs, 'worker.log'), '');
+  const node = spawnOwnedNode(t, ['-c', cfgFile, '--logging.level=debug']);
+  await waitFor(() => latestStatus(node, 'files')?.['sources.tail.active_watchers'] === 2, 'both files watched');
+  appendFileSync(join(logs, 'worker.log'), 'worker-000001\n');
+  await waitFor(() => countsOf(node.out, 'worker').size === 1, 'worker.log read');
+  writeFileSync(cfgFile, cfg('app.log'));
+  node.signal('SIGHUP');
+  await waitFor(() => reloaded(node) === 1, 'reloaded');
+  const after = node.records.findIndex((r) => r.msg === 'Configuration reloaded');
+  // the new generation's first stats: its first scan is done (a resumed worker.log would be open)
+  const first = await waitFor(
+    () => statusReports(node, 'files', after).find((r) => typeof r['sources.tail.active_watchers'] === 'number'),
+    'a status report of the new generation',
+  );
+  t.is(first['sources.tail.active_watchers'], 1, 'the new generation opened app.log alone');
+  appendFileSync(join(logs, 'worker.log'), 'worker-000002\n');
+  appendFileSync(join(logs, 'app.log'), 'app-000001\n');
+  await waitFor(() => countsOf(node.out, 'app').size === 1, 'app.log read');
+  appendFileSync(join(logs, 'app.log'), 'app-000002\n');
+  await waitFor(() => countsOf(node.out, 'app').size === 2, 'a later cycle');
+  t.deepEqual([...countsOf(node.out, 'worker').keys()], [1], 'nothing of worker.log after the reload');
   t.is(await node.stop(), 0);
 });
 
