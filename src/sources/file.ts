@@ -402,8 +402,8 @@ export const createFileSource: SourceFactory = (plugin, ctx): Source => {
     if (elsewhere.size > 0) for (const [inode, path] of await findInDirectory(elsewhere)) where.set(inode, path);
     for (const [inode, now] of where) {
       const [path, pos] = wanted.get(inode)!;
-      // still under its name yet not discovered: the new pattern leaves it out, it is no rotation
-      if (now === path) continue;
+      // still under its name yet not discovered and not rotated: the new pattern leaves it out
+      if (now === path && !pos.rotated) continue;
       // renamed during the handover: a rotation the predecessor did not see
       if ((await openTail(now, inode, pos.offset, path)) && now !== path) counters.rotations++;
     }
@@ -574,7 +574,8 @@ export const createFileSource: SourceFactory = (plugin, ctx): Source => {
         // a rotated file goes under its new name, for a successor to finish it
         const path = tail.detached ? (tail.renamedTo ?? tail.path) : tail.path;
         if (tail.detached && out[path]) continue;
-        out[path] = { inode: tail.inode, offset: tail.offset - tail.lines.pendingBytes };
+        const offset = tail.offset - tail.lines.pendingBytes;
+        out[path] = tail.detached && !tail.deleted ? { inode: tail.inode, offset, rotated: true } : { inode: tail.inode, offset };
       }
       return out;
     },

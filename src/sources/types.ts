@@ -9,6 +9,8 @@ import type { Logger } from '../core/log.js';
 export interface FilePosition {
   readonly inode: number;
   readonly offset: number;
+  /** a rotated file (renamed away, in its grace), reported under its new name */
+  readonly rotated?: true;
 }
 
 /** Positions of one source: file path → position. */
