@@ -296,9 +296,8 @@ type = "stdout"
   t.is(await node.stop(), 0);
 });
 
-test.serial('a reload that widens a file source\'s pattern starts it afresh: files it did not watch are read from their end', async (t) => {
-  const { dir, logs } = withLogsDir(t);
-  const cfg = (pattern: string) => `status_interval_ms = 200
+/** Pipeline `files`: file source `tail` on `logs` with `pattern` (checked every 100 ms) → stdout; reports every 200 ms. */
+const patternConfig = (logs: string, pattern: string) => `status_interval_ms = 200
 [[pipelines]]
 name = "files"
 [[pipelines.plugin_sources]]
@@ -309,6 +308,10 @@ config = { directory = "${logs}", pattern = "${pattern}", check_interval_ms = 10
 id = "out"
 type = "stdout"
 `;
+
+test.serial('a reload that widens a file source\'s pattern starts it afresh: files it did not watch are read from their end', async (t) => {
+  const { dir, logs } = withLogsDir(t);
+  const cfg = (pattern: string) => patternConfig(logs, pattern);
   const cfgFile = dir.file('node.toml', cfg('app.log'));
   writeFileSync(join(logs, 'app.log'), '');
   const node = spawnOwnedNode(t, ['-c', cfgFile, '--logging.level=debug']);
@@ -331,17 +334,7 @@ type = "stdout"
 
 test.serial('a reload that narrows a file source\'s pattern stops reading the files it leaves out', async (t) => {
   const { dir, logs } = withLogsDir(t);
-  const cfg = (pattern: string) => `status_interval_ms = 200
-[[pipelines]]
-name = "files"
-[[pipelines.plugin_sources]]
-id = "tail"
-type = "file"
-config = { directory = "${logs}", pattern = "${pattern}", check_interval_ms = 100 }
-[[pipelines.plugin_sinks]]
-id = "out"
-type = "stdout"
-`;
+  const cfg = (pattern: string) => patternConfig(logs, pattern);
   const cfgFile = dir.file('node.toml', cfg('*.log'));
   writeFileSync(join(logs, 'app.log'), '');
   writeFileSync(join(logs, 'worker.log'), '');
