@@ -256,12 +256,21 @@ export function sleep(ms: number): Promise<void> {
 }
 
 /** A port free on 127.0.0.1 right now (bound and released). */
+/** Ports this test process has handed out: the kernel may give a just-closed port 0 again. */
+const handedOut = new Set<number>();
+
 export async function freePort(): Promise<number> {
-  const srv = createServer();
-  await new Promise<void>((resolve) => srv.listen(0, '127.0.0.1', resolve));
-  const port = (srv.address() as { port: number }).port;
-  await new Promise<void>((resolve) => srv.close(() => resolve()));
-  return port;
+  // Bounded: the ephemeral range has thousands of ports; a repeat is rare.
+  for (let attempt = 0; attempt < 100; attempt++) {
+    const srv = createServer();
+    await new Promise<void>((resolve) => srv.listen(0, '127.0.0.1', resolve));
+    const port = (srv.address() as { port: number }).port;
+    await new Promise<void>((resolve) => srv.close(() => resolve()));
+    if (handedOut.has(port)) continue;
+    handedOut.add(port);
+    return port;
+  }
+  throw new Error('freePort: no port not handed out before in 100 attempts');
 }
 
 export interface TempDir {
