@@ -6,7 +6,7 @@ import { Backoff } from '../core/backoff.js';
 import { PluginError } from '../core/errors.js';
 import { PORT, pluginConfig, SINK_QUEUE_FIELDS } from '../core/plugin-config.js';
 import { TLS_FIELDS, type TlsConfig } from '../net/tls.js';
-import type { OnFull } from '../sinks/types.js';
+import type { OnFull } from '../core/queue.js';
 
 export interface ChainSinkConfig {
   /** peer host, default "127.0.0.1" */

@@ -1,6 +1,7 @@
 // The configuration contract (DESIGN.md §3): the schema with every default, and the frozen types
 // the rest of the program reads. Plugin `config` tables are validated by each plugin (sources/, sinks/).
 
+import { hostname } from 'node:os';
 import type { Fields } from './spec.js';
 
 export type LogOutput = 'stderr' | 'stdout' | 'file' | 'none';
@@ -37,7 +38,16 @@ export interface FilterConfig {
   readonly patterns: readonly string[];
 }
 
+export interface DedupConfig {
+  readonly enabled: boolean;
+  /** remember at most this many ids */
+  readonly window_entries: number;
+  /** and none longer than this, ms */
+  readonly window_ms: number;
+}
+
 export interface FlowConfig {
+  readonly dedup?: DedupConfig;
   readonly rate_limit?: RateLimitConfig;
   readonly filters: readonly FilterConfig[];
   readonly format: { readonly type: FormatType };
@@ -49,14 +59,24 @@ export interface PluginConfig {
   readonly config: Readonly<Record<string, unknown>>;
 }
 
+export type Fanout = 'all' | 'any';
+
 export interface PipelineConfig {
   readonly name: string;
+  /** all: every sink gets every entry; any: redundant paths (DESIGN.md §7) */
+  readonly fanout: Fanout;
   readonly flow: FlowConfig;
   readonly plugin_sources: readonly PluginConfig[];
   readonly plugin_sinks: readonly PluginConfig[];
 }
 
 export interface Config {
+  /** this node's name: default `node` of chain sinks, part of entry ids */
+  readonly node_name: string;
+  /** empty: no checkpoints */
+  readonly data_dir: string;
+  readonly checkpoint_interval_ms: number;
+  readonly checkpoint_ttl_hours: number;
   readonly auto_reload: boolean;
   readonly status_reporter: boolean;
   readonly status_interval_ms: number;
@@ -73,6 +93,10 @@ const plugin = (): Fields => ({
 });
 
 export const CONFIG_FIELDS: Fields = {
+  node_name: { t: 'string', def: hostname(), nonEmpty: true },
+  data_dir: { t: 'string', def: '' },
+  checkpoint_interval_ms: { t: 'number', def: 1000, int: true, min: 10 },
+  checkpoint_ttl_hours: { t: 'number', def: 168.0, min: 0 },
   auto_reload: { t: 'boolean', def: false },
   status_reporter: { t: 'boolean', def: true },
   status_interval_ms: { t: 'number', def: 30000, int: true, min: 100 },
@@ -100,9 +124,18 @@ export const CONFIG_FIELDS: Fields = {
     min: 1,
     fields: {
       name: { t: 'string', required: true, nonEmpty: true },
+      fanout: { t: 'string', def: 'all', oneOf: ['all', 'any'] },
       flow: {
         t: 'table',
         fields: {
+          dedup: {
+            t: 'table',
+            fields: {
+              enabled: { t: 'boolean', def: false },
+              window_entries: { t: 'number', def: 100000, int: true, min: 1 },
+              window_ms: { t: 'number', def: 600000, int: true, min: 1 },
+            },
+          },
           rate_limit: {
             t: 'table',
             optional: true,

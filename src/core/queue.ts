@@ -44,3 +44,6 @@ export class BoundedQueue<T> {
     return n;
   }
 }
+
+/** What a sink does when its input queue is full (DESIGN.md §7). */
+export type OnFull = 'drop' | 'block';

@@ -1,9 +1,10 @@
-// The flow stage: rate limit → filters → format, per entry, synchronous and quiet.
+// The flow stage: dedup → rate limit → filters → format, per entry, synchronous and quiet.
 
 import type { FlowConfig } from '../config/schema.js';
 import type { Counters } from '../core/counters.js';
 import type { Entry } from '../core/entry.js';
 import type { Logger } from '../core/log.js';
+import { createDedup, type DedupSet } from './dedup.js';
 import { compileFilters, matchText, passes } from './filters.js';
 import { FORMATTERS } from './format.js';
 import { createRateLimiter, type RateLimiter } from './rate-limit.js';
@@ -12,6 +13,8 @@ export interface Flow {
   /** `total_processed`, `total_dropped`, `total_passed` */
   readonly counters: Counters;
   readonly rateLimiter: RateLimiter | undefined;
+  /** the duplicate window, when `dedup.enabled` */
+  readonly dedup: DedupSet | undefined;
   /** The formatted line, or undefined when the entry is dropped (counted). */
   process(entry: Entry, now: number): string | undefined;
 }
@@ -21,12 +24,20 @@ export function createFlow(cfg: FlowConfig, debugLog?: Logger): Flow {
   const limiter = createRateLimiter(cfg.rate_limit);
   const filters = compileFilters(cfg.filters);
   const format = FORMATTERS[cfg.format.type];
+  const dedup = createDedup(cfg.dedup);
   const counters: Counters = { total_processed: 0, total_dropped: 0, total_passed: 0 };
+  if (dedup) counters.duplicates_dropped = 0;
   return {
     counters,
     rateLimiter: limiter,
+    dedup,
     process(entry, now) {
       counters.total_processed!++;
+      // a suppressed duplicate is no loss: counted apart from total_dropped
+      if (dedup && entry.id !== undefined && dedup.check(entry.id, now)) {
+        counters.duplicates_dropped!++;
+        return undefined;
+      }
       if (limiter && !limiter.admit(entry, now)) {
         counters.total_dropped!++;
         return undefined;

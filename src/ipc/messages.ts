@@ -3,19 +3,33 @@
 
 import type { LogLevel, PipelineConfig } from '../config/schema.js';
 import type { PipelineCounters } from '../core/counters.js';
+import type { DedupWindow } from '../flow/dedup.js';
 import type { SourcePositions } from '../sources/types.js';
 
 /** Positions of a whole pipeline: source id → file path → position. */
 export type PipelinePositions = Record<string, SourcePositions>;
 
 export type ToWorker =
-  | { readonly type: 'build'; readonly generation: number; readonly pipeline: PipelineConfig; readonly level: LogLevel | 'silent' }
+  | {
+      readonly type: 'build';
+      readonly generation: number;
+      readonly pipeline: PipelineConfig;
+      readonly level: LogLevel | 'silent';
+      /** `node_name` */
+      readonly node: string;
+    }
   /**
    * `since`: per source id, when that source's run began (epoch ms): the first start of the
    * pipeline it belongs to, carried over reloads and crash restarts, so a file born in a handover
    * counts as new to the successor as it would have to its predecessor.
    */
-  | { readonly type: 'start'; readonly positions: PipelinePositions; readonly since: Readonly<Record<string, number>> }
+  | {
+      readonly type: 'start';
+      readonly positions: PipelinePositions;
+      readonly since: Readonly<Record<string, number>>;
+      /** the dedup window the predecessor (or the checkpoint) left */
+      readonly dedup?: DedupWindow;
+    }
   | { readonly type: 'stop'; readonly timeout_ms: number };
 
 export type FromWorker =
@@ -23,9 +37,16 @@ export type FromWorker =
   | { readonly type: 'ready' }
   | { readonly type: 'built' }
   | { readonly type: 'build_failed'; readonly error: string }
-  | { readonly type: 'stats'; readonly counters: PipelineCounters; readonly positions: PipelinePositions }
+  /** `dedup`: ids whose entries were done since the last message (DESIGN.md §14) */
+  | { readonly type: 'stats'; readonly counters: PipelineCounters; readonly positions: PipelinePositions; readonly dedup?: DedupWindow }
   | { readonly type: 'log'; readonly lines: readonly string[] }
-  | { readonly type: 'stopped'; readonly abandoned: number; readonly counters: PipelineCounters; readonly positions: PipelinePositions };
+  | {
+      readonly type: 'stopped';
+      readonly abandoned: number;
+      readonly counters: PipelineCounters;
+      readonly positions: PipelinePositions;
+      readonly dedup?: DedupWindow;
+    };
 
 const TO_WORKER = new Set<ToWorker['type']>(['build', 'start', 'stop']);
 const FROM_WORKER = new Set<FromWorker['type']>(['ready', 'built', 'build_failed', 'stats', 'log', 'stopped']);

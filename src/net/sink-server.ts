@@ -8,7 +8,7 @@ import type { Fields } from '../config/spec.js';
 import type { Counters } from '../core/counters.js';
 import { errorMessage, PluginError } from '../core/errors.js';
 import { PORT, SINK_QUEUE_FIELDS } from '../core/plugin-config.js';
-import type { OnFull } from '../sinks/types.js';
+import type { OnFull } from '../core/queue.js';
 import { ClientQueue, type FrameWriter } from './client-queue.js';
 import { bind, countHandshakeErrors } from './listener.js';
 import { AUTH_FIELDS, type AuthConfig, type AuthResult, TLS_FIELDS, type TlsConfig } from './tls.js';

@@ -2,6 +2,7 @@
 
 import type { Config } from '../config/schema.js';
 import { errorMessage } from '../core/errors.js';
+import { type Checkpointer, DataDirInUse, lockDataDir, readCheckpoint, startCheckpointer } from './checkpoint.js';
 import { createServiceLog } from './service-log.js';
 import { startStatusReporter } from './status.js';
 import { Supervisor } from './supervisor.js';
@@ -9,6 +10,7 @@ import { watchConfigFile } from './watch.js';
 
 export const EXIT_OK = 0;
 export const EXIT_RUNTIME = 1;
+export const EXIT_UNAVAILABLE = 69;
 export const EXIT_CONFIG = 78;
 
 export interface RunOptions {
@@ -24,6 +26,30 @@ export async function runPrimary(opts: RunOptions): Promise<number> {
   const log = serviceLog.logger;
   let onReloaded: (config: Config) => void = () => {};
   const sup = new Supervisor(opts.config, { log: serviceLog, reloadConfig: opts.reloadConfig, onReloaded: (c) => onReloaded(c) });
+
+  // data_dir is read at start only: a reload that changes it takes effect at the next start
+  const dataDir = opts.config.data_dir;
+  let unlock: () => void = () => {};
+  let checkpointer: Checkpointer | undefined;
+  if (dataDir) {
+    try {
+      unlock = lockDataDir(dataDir);
+    } catch (err) {
+      if (err instanceof DataDirInUse) log.error({ data_dir: dataDir, pid: err.pid }, 'data_dir is in use');
+      else log.error({ data_dir: dataDir, error: errorMessage(err) }, 'data_dir is not available');
+      await serviceLog.close();
+      return EXIT_UNAVAILABLE;
+    }
+    const state = readCheckpoint(dataDir, opts.config.checkpoint_ttl_hours, log);
+    if (state) sup.restore(state);
+    checkpointer = startCheckpointer(dataDir, opts.config.checkpoint_interval_ms, log, () => sup.checkpointState());
+    sup.checkpointCounters = checkpointer.counters;
+  }
+  const release = async () => {
+    checkpointer?.stop();
+    await checkpointer?.flush();
+    unlock();
+  };
 
   let finish!: (code: number) => void;
   const done = new Promise<number>((resolve) => {
@@ -52,6 +78,7 @@ export async function runPrimary(opts: RunOptions): Promise<number> {
   process.on('SIGHUP', () => void sup.reload());
 
   if (!(await sup.start())) {
+    await release();
     await serviceLog.close();
     return EXIT_CONFIG;
   }
@@ -84,6 +111,8 @@ export async function runPrimary(opts: RunOptions): Promise<number> {
   const code = await done;
   stopReporter();
   stopWatch();
+  // after the drain: the final acknowledged positions and windows
+  await release();
   await serviceLog.close();
   return code;
 }

@@ -8,7 +8,9 @@ import type { Config, LogLevel, PipelineConfig } from '../config/schema.js';
 import type { PipelineCounters } from '../core/counters.js';
 import { errorMessage } from '../core/errors.js';
 import type { Logger } from '../core/log.js';
+import { DedupSet } from '../flow/dedup.js';
 import { type FromWorker, isFromWorker, type PipelinePositions, type ToWorker } from '../ipc/messages.js';
+import type { CheckpointState, PipelineCheckpoint } from './checkpoint.js';
 import type { ServiceLog } from './service-log.js';
 
 /** How long a new generation's workers may take to report `built`. */
@@ -60,6 +62,8 @@ class PipelineWorker {
     readonly generation: number,
     /** the service log level its configuration asks for */
     readonly level: LogLevel | 'silent',
+    /** `node_name` of its configuration */
+    readonly node: string,
   ) {
     this.built = new Promise((resolve, reject) => {
       this.resolveBuilt = resolve;
@@ -85,7 +89,7 @@ class PipelineWorker {
   onReady(): void {
     this.ready = true;
     if (this.planned) this.send({ type: 'stop', timeout_ms: this.stopTimeoutMs });
-    else this.send({ type: 'build', generation: this.generation, pipeline: this.pipeline, level: this.level });
+    else this.send({ type: 'build', generation: this.generation, pipeline: this.pipeline, level: this.level, node: this.node });
   }
 
   onBuilt(): void {
@@ -164,6 +168,13 @@ export class Supervisor {
    * restarts while its configuration stays the same) and that configuration
    */
   private readonly since = new Map<string, Record<string, { readonly at: number; readonly config: string }>>();
+  /**
+   * per pipeline name with dedup on: the ids whose entries its workers reported done, handed to
+   * the next worker (reload, crash restart) and checkpointed
+   */
+  private readonly windows = new Map<string, { readonly key: string; readonly set: DedupSet }>();
+  /** per pipeline name: when its positions were last reported (checkpoint TTL) */
+  private readonly seenAt = new Map<string, number>();
   private readonly restarts = new Map<string, number>();
   private readonly restartAttempts = new Map<string, number>();
   private readonly restartTimers = new Map<string, NodeJS.Timeout>();
@@ -173,6 +184,8 @@ export class Supervisor {
   private reloadQueued = false;
   private shuttingDown = false;
   private readonly startedAt = Date.now();
+  /** the data_dir checkpoint's counters, shown with every pipeline's */
+  checkpointCounters: { readonly checkpoint_writes: number; readonly checkpoint_errors: number } | undefined;
 
   constructor(
     config: Config,
@@ -197,7 +210,7 @@ export class Supervisor {
   /** `config`: the configuration the worker's generation belongs to (for its `quiet`). */
   private fork(pipeline: PipelineConfig, generation: number, config: Config = this.config): PipelineWorker {
     const worker = cluster.fork();
-    const pw = new PipelineWorker(worker, pipeline, generation, this.opts.log.levelFor(config.quiet));
+    const pw = new PipelineWorker(worker, pipeline, generation, this.opts.log.levelFor(config.quiet), config.node_name);
     this.live.add(pw);
     worker.on('message', (msg: unknown) => {
       if (isFromWorker(msg)) this.onMessage(pw, msg);
@@ -227,12 +240,14 @@ export class Supervisor {
         return;
       case 'stats':
         pw.counters = msg.counters;
-        if (pw.state === 'running' && this.current.get(pw.name) === pw) this.positions.set(pw.name, msg.positions);
+        if (msg.dedup) this.windowFor(pw.pipeline)?.load(msg.dedup);
+        if (pw.state === 'running' && this.current.get(pw.name) === pw) this.setPositions(pw.name, msg.positions);
         return;
       case 'stopped':
         pw.counters = msg.counters;
+        if (msg.dedup) this.windowFor(pw.pipeline)?.load(msg.dedup);
         pw.onStopped({ abandoned: msg.abandoned, clean: msg.abandoned === 0 });
-        if (pw.state !== 'building' && pw.state !== 'built') this.positions.set(pw.name, msg.positions);
+        if (pw.state !== 'building' && pw.state !== 'built') this.setPositions(pw.name, msg.positions);
         return;
     }
   }
@@ -303,7 +318,53 @@ export class Supervisor {
       since[s.id] = runs[s.id]!.at;
     }
     this.since.set(pw.name, runs);
-    pw.send({ type: 'start', positions: this.positions.get(pw.name) ?? {}, since });
+    pw.send({ type: 'start', positions: this.positions.get(pw.name) ?? {}, since, dedup: this.windowFor(pw.pipeline)?.snapshot() });
+  }
+
+  private setPositions(name: string, positions: PipelinePositions): void {
+    this.positions.set(name, positions);
+    this.seenAt.set(name, Date.now());
+  }
+
+  /** The primary's copy of a pipeline's dedup window; a changed window size starts a new one from the old ids. */
+  private windowFor(pipeline: PipelineConfig): DedupSet | undefined {
+    const dedup = pipeline.flow.dedup;
+    if (!dedup?.enabled) return undefined;
+    const key = `${dedup.window_entries}/${dedup.window_ms}`;
+    const had = this.windows.get(pipeline.name);
+    if (had?.key === key) return had.set;
+    const set = new DedupSet(dedup.window_entries, dedup.window_ms);
+    if (had) set.load(had.set.snapshot());
+    this.windows.set(pipeline.name, { key, set });
+    return set;
+  }
+
+  /** Takes over what a checkpoint kept (DESIGN.md §15): positions, run starts, dedup windows. */
+  restore(state: CheckpointState): void {
+    for (const [name, p] of Object.entries(state.pipelines)) {
+      this.positions.set(name, p.positions);
+      this.seenAt.set(name, p.seen_at);
+      this.since.set(name, { ...p.since });
+      if (p.dedup) {
+        const cfg = this.config.pipelines.find((c) => c.name === name);
+        const set = cfg ? this.windowFor(cfg) : undefined;
+        set?.load(p.dedup);
+      }
+    }
+  }
+
+  /** What a checkpoint keeps, now. */
+  checkpointState(): CheckpointState {
+    const pipelines: Record<string, PipelineCheckpoint> = {};
+    for (const [name, positions] of this.positions) {
+      pipelines[name] = {
+        positions,
+        seen_at: this.seenAt.get(name) ?? Date.now(),
+        since: this.since.get(name) ?? {},
+        dedup: this.windows.get(name)?.set.snapshot(),
+      };
+    }
+    return { version: 1, pipelines };
   }
 
   /**
@@ -416,6 +477,7 @@ export class Supervisor {
     await this.stopWorkers(old);
     for (const name of this.positions.keys()) if (!this.current.has(name)) this.positions.delete(name);
     for (const name of this.since.keys()) if (!this.current.has(name)) this.since.delete(name);
+    for (const name of this.windows.keys()) if (!this.current.has(name)) this.windows.delete(name);
     this.config = next;
     this.opts.log.setQuiet(next.quiet);
     for (const w of fresh) this.startWorker(w);
@@ -447,7 +509,7 @@ export class Supervisor {
   statusSnapshot(): { name: string; counters: Record<string, unknown> }[] {
     return [...this.current.values()].map((w) => ({
       name: w.name,
-      counters: { ...(w.counters ?? {}), restarts: this.restarts.get(w.name) ?? 0 },
+      counters: { ...(w.counters ?? {}), restarts: this.restarts.get(w.name) ?? 0, ...this.checkpointCounters },
     }));
   }
 

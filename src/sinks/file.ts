@@ -6,7 +6,8 @@ import { join } from 'node:path';
 import { errorMessage } from '../core/errors.js';
 import { pluginConfig, SINK_QUEUE_FIELDS } from '../core/plugin-config.js';
 import { numberedFiles, pruneRotated } from '../core/prune.js';
-import type { OnFull, Sink, SinkFactory } from './types.js';
+import type { OnFull } from '../core/queue.js';
+import type { Sink, SinkFactory } from './types.js';
 
 /** How often retention is applied besides at each rotation, ms. */
 const PRUNE_INTERVAL_MS = 60_000;

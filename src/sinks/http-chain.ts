@@ -8,9 +8,10 @@ import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { HeldWaiters } from '../chain/held-waiters.js';
 import { chainBackoff, type ChainSinkConfig, chainSinkConfig } from '../chain/sink-config.js';
 import { defaultNode, encodeEntry, HEADER_NODE, HEADER_PROTOCOL, NDJSON, PROTOCOL_VERSION } from '../chain/protocol.js';
+import { settleAll } from '../core/ack.js';
 import { errorMessage } from '../core/errors.js';
 import { clientTlsOptions } from '../net/tls.js';
-import type { Sink, SinkFactory } from './types.js';
+import type { Sink, SinkFactory, SinkItem } from './types.js';
 
 interface HttpChainSinkConfig extends ChainSinkConfig {
   readonly path: string;
@@ -23,6 +24,8 @@ interface HttpChainSinkConfig extends ChainSinkConfig {
 interface Batch {
   readonly body: string;
   readonly count: number;
+  /** settled on the peer's 204 (or when the batch is dropped, counted) */
+  readonly items: SinkItem[];
 }
 
 /** Statuses worth trying again; any other failure drops the batch. 403 is retried too: see below. */
@@ -47,7 +50,7 @@ export const createHttpChainSink: SinkFactory = (plugin, ctx): Sink => {
     request_timeout_ms: { t: 'number', def: 10000, int: true, min: 1 },
   });
   const tlsOptions = clientTlsOptions('sink', plugin.id, cfg.tls, cfg.host);
-  const node = cfg.node ?? defaultNode();
+  const node = cfg.node ?? ctx.node ?? defaultNode();
   const backoff = chainBackoff(cfg);
   const counters = { connected: 0, reconnects: 0, batches_sent: 0, dropped_batches: 0, synthesized: 0 };
   const log = ctx.log;
@@ -61,6 +64,9 @@ export const createHttpChainSink: SinkFactory = (plugin, ctx): Sink => {
 
   // The batch being filled, then closed batches waiting to be sent (the first may be in flight).
   let building: string[] = [];
+  let buildingItems: SinkItem[] = [];
+  /** the last attempt failed: a redundant path (fanout = "any") skips this sink meanwhile */
+  let failing = false;
   let buildingBytes = 0;
   let flushTimer: NodeJS.Timeout | undefined;
   const ready: Batch[] = [];
@@ -78,9 +84,10 @@ export const createHttpChainSink: SinkFactory = (plugin, ctx): Sink => {
     clearTimeout(flushTimer);
     flushTimer = undefined;
     if (building.length === 0) return;
-    ready.push({ body: `${building.join('\n')}\n`, count: building.length });
+    ready.push({ body: `${building.join('\n')}\n`, count: building.length, items: buildingItems });
     readyEntries += building.length;
     building = [];
+    buildingItems = [];
     buildingBytes = 0;
     send();
   };
@@ -89,12 +96,14 @@ export const createHttpChainSink: SinkFactory = (plugin, ctx): Sink => {
     inFlight = false;
     ready.shift();
     readyEntries -= batch.count;
+    settleAll(batch.items);
     waiters.wake(closing);
     send();
   };
 
   const retry = (batch: Batch, reason: string, atLeastMs = 0) => {
     inFlight = false;
+    failing = true;
     counters.reconnects++;
     const fields = { remote: `${cfg.host}:${cfg.port}`, error: reason, held: held() };
     if (!outageLogged && !closing) {
@@ -144,6 +153,7 @@ export const createHttpChainSink: SinkFactory = (plugin, ctx): Sink => {
       settle(() => {
         if (status >= 200 && status < 300) {
           counters.batches_sent++;
+          failing = false;
           backoff.reset();
           outageLogged = false;
           done(batch);
@@ -165,6 +175,9 @@ export const createHttpChainSink: SinkFactory = (plugin, ctx): Sink => {
     counters,
     bufferSize: cfg.buffer_size,
     onFull: cfg.on_full,
+    settles: true,
+    carriesIds: true,
+    linkUp: () => !failing,
     write(items) {
       const now = Date.now();
       for (const item of items) {
@@ -174,10 +187,14 @@ export const createHttpChainSink: SinkFactory = (plugin, ctx): Sink => {
         const bytes = Buffer.byteLength(line) + 1;
         if (building.length > 0 && buildingBytes + bytes > cfg.max_batch_bytes) closeBatch();
         building.push(line);
+        buildingItems.push(item);
         buildingBytes += bytes;
         if (building.length >= cfg.max_batch_count || buildingBytes >= cfg.max_batch_bytes) closeBatch();
       }
-      if (building.length > 0 && !flushTimer) flushTimer = setTimeout(closeBatch, cfg.flush_interval_ms);
+      // an idle link sends at once (latency); while a request is out, the batch fills until its
+      // count, bytes or flush_interval_ms
+      if (building.length > 0 && !inFlight && !retryTimer && ready.length === 0) closeBatch();
+      else if (building.length > 0 && !flushTimer) flushTimer = setTimeout(closeBatch, cfg.flush_interval_ms);
       return waiters.whenRoom(closing);
     },
     held,

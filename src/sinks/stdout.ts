@@ -4,7 +4,8 @@
 import { fstatSync } from 'node:fs';
 import { chunkLines, PIPE_BUF } from '../core/lines.js';
 import { pluginConfig, SINK_QUEUE_FIELDS } from '../core/plugin-config.js';
-import type { OnFull, Sink, SinkFactory } from './types.js';
+import type { OnFull } from '../core/queue.js';
+import type { Sink, SinkFactory } from './types.js';
 
 const CHUNK = 65536;
 

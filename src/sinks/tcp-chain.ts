@@ -7,9 +7,10 @@ import { type ConnectionOptions, connect as tlsConnect } from 'node:tls';
 import { HeldWaiters } from '../chain/held-waiters.js';
 import { chainBackoff, type ChainSinkConfig, chainSinkConfig } from '../chain/sink-config.js';
 import { defaultNode, encodeEntry, helloLine, LineSplitter, parseServerLine } from '../chain/protocol.js';
+import { settleAll } from '../core/ack.js';
 import { errorMessage } from '../core/errors.js';
 import { clientTlsOptions } from '../net/tls.js';
-import type { Sink, SinkFactory } from './types.js';
+import type { Sink, SinkFactory, SinkItem } from './types.js';
 
 interface TcpChainSinkConfig extends ChainSinkConfig {
   readonly dial_timeout_ms: number;
@@ -24,15 +25,16 @@ export const createTcpChainSink: SinkFactory = (plugin, ctx): Sink => {
     write_timeout_ms: { t: 'number', def: 5000, int: true, min: 1 },
   });
   const tlsOptions: ConnectionOptions | undefined = clientTlsOptions('sink', plugin.id, cfg.tls, cfg.host);
-  const node = cfg.node ?? defaultNode();
+  const node = cfg.node ?? ctx.node ?? defaultNode();
   const hello = helloLine(node);
   const backoff = chainBackoff(cfg);
   const counters = { connected: 0, reconnects: 0, unacked: 0, synthesized: 0 };
   const log = ctx.log;
 
-  // Entries not yet acknowledged, encoded, oldest first: lines[head..]; the first `sent` of them
-  // went out on the current connection.
+  // Entries not yet acknowledged, encoded, oldest first: lines[head..] (items[head..] the same
+  // entries, settled once acknowledged); the first `sent` of them went out on the current connection.
   let lines: string[] = [];
+  let items: SinkItem[] = [];
   let head = 0;
   let sent = 0;
   let lastAck = 0;
@@ -54,13 +56,16 @@ export const createTcpChainSink: SinkFactory = (plugin, ctx): Sink => {
     const delta = Math.min(n - lastAck, sent);
     if (delta <= 0) return;
     lastAck = n;
+    settleAll(items, head, head + delta);
     head += delta;
     sent -= delta;
     if (head === lines.length) {
       lines = [];
+      items = [];
       head = 0;
     } else if (head > 4096 && head * 2 > lines.length) {
       lines = lines.slice(head);
+      items = items.slice(head);
       head = 0;
     }
     counters.unacked = held();
@@ -152,8 +157,17 @@ export const createTcpChainSink: SinkFactory = (plugin, ctx): Sink => {
           log.debug(fields, 'Chain link attempt failed');
         }
       }
+      // fanout = "any": what this broken path holds goes to a live one (DESIGN.md §7)
+      if (held() > 0 && !closing && ctx.failover?.(items.slice(head))) {
+        lines = [];
+        items = [];
+        head = 0;
+        counters.unacked = 0;
+        waiters.wake(closing);
+      }
       if (closing && held() === 0) return;
-      if (held() > 0 || !wasReady) scheduleReconnect();
+      // a redundant path keeps dialing while idle, so it comes back into the rotation
+      if (held() > 0 || !wasReady || ctx.failover) scheduleReconnect();
     });
   };
 
@@ -163,10 +177,14 @@ export const createTcpChainSink: SinkFactory = (plugin, ctx): Sink => {
     counters,
     bufferSize: cfg.buffer_size,
     onFull: cfg.on_full,
+    settles: true,
+    carriesIds: true,
+    linkUp: () => state === 'ready',
     write(batch) {
       const now = Date.now();
       for (const item of batch) {
         lines.push(encodeEntry(item.entry, now, ctx.pipeline, encodeOut));
+        items.push(item);
         if (encodeOut.completed) counters.synthesized++;
       }
       counters.unacked = held();

@@ -1,22 +1,34 @@
 // The sink contract: an input queue owned by the pipeline feeds batches to write().
 
 import type { PluginConfig } from '../config/schema.js';
+import type { Ticket } from '../core/ack.js';
 import type { Counters } from '../core/counters.js';
 import type { Entry } from '../core/entry.js';
 import type { Logger } from '../core/log.js';
 
-/** An entry with the pipeline's formatted line (without terminator). */
+import type { OnFull } from '../core/queue.js';
+
+/**
+ * An entry with the pipeline's formatted line (without terminator), and the ticket of the batch
+ * it came in: one delivery is owed on it per sink that took the item (DESIGN.md §15).
+ */
 export interface SinkItem {
   readonly entry: Entry;
   readonly line: string;
+  readonly ticket?: Ticket;
 }
-
-export type OnFull = 'drop' | 'block';
 
 export interface SinkContext {
   readonly pipeline: string;
   readonly log: Logger;
   readonly checkOnly: boolean;
+  /** this node's name (`node_name`): the default `node` a chain sink announces */
+  readonly node: string;
+  /**
+   * `fanout = "any"`: a broken link hands the items it holds unacknowledged to the other live
+   * sinks; true when they were taken (the sink forgets them), false when no other sink is live.
+   */
+  failover?(items: SinkItem[]): boolean;
 }
 
 export interface Sink {
@@ -27,6 +39,15 @@ export interface Sink {
   /** input queue bound, entries */
   readonly bufferSize: number;
   readonly onFull: OnFull;
+  /**
+   * The sink settles its items itself (core/ack.ts settle) once the peer acknowledged them
+   * (chain sinks); otherwise an item is delivered when write() returned and its promise resolved.
+   */
+  readonly settles?: boolean;
+  /** The sink forwards entries to another node: the pipeline stamps ids (DESIGN.md §14). */
+  readonly carriesIds?: boolean;
+  /** For `fanout = "any"`: false while the link is down (the sink then skips entries). */
+  linkUp?(): boolean;
   /** Build step: bind listeners, open files. Not called by `check`. */
   open?(): Promise<void>;
   /** Takes a batch; the returned promise (if any) resolves when the sink can take the next one. */

@@ -2,11 +2,14 @@
 // polling every 100 ms, follows rename rotation and truncation, and reports positions by path and
 // inode so a reload or a restarted worker resumes without loss or duplicates (DESIGN.md §6).
 
+import { createHash } from 'node:crypto';
 import { lstat as lstatCb, stat as statCb } from 'node:fs';
 import { type FileHandle, open, readdir } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import fg from 'fast-glob';
+import { InOrder } from '../core/ack.js';
 import type { Entry } from '../core/entry.js';
+import { idPrefix } from '../core/ids.js';
 import { parseLine } from '../core/entry.js';
 import { errorMessage, PluginError } from '../core/errors.js';
 import { pluginConfig } from '../core/plugin-config.js';
@@ -19,6 +22,8 @@ const TAIL_INTERVAL_MS = 100;
  * born this close before the start counts as born after it.
  */
 const BIRTH_CLOCK_SLACK_MS = 20;
+/** Bytes of a file's head hashed into its fingerprint (to know it again in a checkpoint). */
+const FINGERPRINT_BYTES = 256;
 /** Bytes per read; one read yields one batch. */
 const READ_CHUNK = 64 * 1024;
 /**
@@ -49,16 +54,28 @@ export class LineSplitter {
   private partLen = 0;
   /** inside an over-long line whose head was already emitted */
   private skipping = false;
+  /** file offset of the next byte pushed */
+  private pos = 0;
+  /** when given to push()/flush(): the file offset where each emitted line ends (past its newline) */
+  private ends: number[] | undefined;
 
   constructor(private readonly maxLineBytes: number) {}
+
+  /** The file offset of the next byte pushed (after an open, a seek or a truncation). */
+  at(offset: number): void {
+    this.pos = offset;
+  }
 
   /** bytes of the held partial line */
   get pendingBytes(): number {
     return this.partLen;
   }
 
-  /** Appends the complete lines in `chunk` to `out`. */
-  push(chunk: Buffer, out: string[]): void {
+  /** Appends the complete lines in `chunk` to `out` (and, given `ends`, where each ends in the file). */
+  push(chunk: Buffer, out: string[], ends?: number[]): void {
+    this.ends = ends;
+    const base = this.pos;
+    this.pos += chunk.length;
     let start = 0;
     if (this.skipping) {
       const nl = chunk.indexOf(10);
@@ -77,21 +94,32 @@ export class LineSplitter {
       const whole = Buffer.concat(this.parts, this.partLen + nl - start);
       this.parts = [];
       this.partLen = 0;
-      this.line(whole.toString('utf8'), out);
+      this.line(whole.toString('utf8'), out, base + nl + 1);
       start = nl + 1;
     }
     if (start <= last) {
       const text = chunk.toString('utf8', start, last);
       const max = this.maxLineBytes;
+      // where a line ends in the file: char index = byte index unless the text has multi-byte characters
+      const ascii = text.length === last - start;
+      let byteFrom = base + start;
       let from = 0;
       for (let nl = text.indexOf('\n'); ; nl = text.indexOf('\n', from)) {
         const end = nl < 0 ? text.length : nl;
+        let lineEnd = 0;
+        if (ends) {
+          lineEnd = ascii ? base + start + end + 1 : byteFrom + Buffer.byteLength(text.slice(from, end)) + 1;
+          byteFrom = lineEnd;
+        }
         if (end > from) {
           let line = text.slice(from, end);
           if (line.charCodeAt(line.length - 1) === 13) line = line.slice(0, -1);
           if (line.length * 3 <= max) {
-            if (line.length > 0) out.push(line);
-          } else this.line(line, out);
+            if (line.length > 0) {
+              out.push(line);
+              ends?.push(lineEnd);
+            }
+          } else this.line(line, out, lineEnd);
         }
         if (nl < 0) break;
         from = nl + 1;
@@ -101,13 +129,14 @@ export class LineSplitter {
   }
 
   /** Emits the held partial line, if any (its file was rotated away or input ended). */
-  flush(out: string[]): void {
+  flush(out: string[], ends?: number[]): void {
+    this.ends = ends;
     this.skipping = false;
     if (this.partLen === 0) return;
     const whole = Buffer.concat(this.parts, this.partLen);
     this.parts = [];
     this.partLen = 0;
-    this.line(whole.toString('utf8'), out);
+    this.line(whole.toString('utf8'), out, this.pos);
   }
 
   /** Skips input up to the next newline: reading starts inside a line whose head was handled. */
@@ -131,15 +160,18 @@ export class LineSplitter {
       this.parts = [];
       this.partLen = 0;
       out.push(this.cut(whole));
+      // its end is not known yet: the cut point stands for it
+      this.ends?.push(this.pos);
       this.skipping = true;
     }
   }
 
-  private line(line: string, out: string[]): void {
+  private line(line: string, out: string[], end: number): void {
     if (line.charCodeAt(line.length - 1) === 13) line = line.slice(0, -1);
     if (line.length === 0) return;
     if (line.length * 3 > this.maxLineBytes && Buffer.byteLength(line) > this.maxLineBytes) line = this.cut(Buffer.from(line));
     out.push(line);
+    this.ends?.push(end);
   }
 
   /** The first `maxLineBytes` bytes, backed off to a character boundary. */
@@ -155,10 +187,23 @@ interface Tail {
   path: string;
   readonly name: string;
   readonly inode: number;
+  readonly dev: number;
   readonly fh: FileHandle;
   readonly lines: LineSplitter;
   /** next byte to read */
   offset: number;
+  /** the acknowledged position (DESIGN.md §15): every line before it is done */
+  acked: number;
+  /** the emitted batches' ends, completed as their entries are done */
+  readonly order: InOrder<number>;
+  /** size at the last stat, for `lag_bytes` */
+  size: number;
+  /** truncations seen for this file; part of its lines' ids */
+  truncations: number;
+  /** `<bytes>:<hash>` of the file's first bytes; undefined while it is empty */
+  fingerprint: string | undefined;
+  /** the ids of this file's lines start with it (when the pipeline stamps ids) */
+  idPrefix: string;
   /**
    * the path no longer names this file: renamed away (rotated: tailed until idle for
    * ROTATE_WAIT_MS) or deleted; read to its end, then closed
@@ -172,10 +217,26 @@ interface Tail {
   grewAt: number;
 }
 
-function statPath(path: string): Promise<{ ino: number; size: number; birthtimeMs: number } | undefined> {
+function statPath(path: string): Promise<{ ino: number; dev: number; size: number; birthtimeMs: number } | undefined> {
   return new Promise((resolve) =>
-    statCb(path, (err, st) => resolve(err ? undefined : { ino: st.ino, size: st.size, birthtimeMs: st.birthtimeMs })),
+    statCb(path, (err, st) => resolve(err ? undefined : { ino: st.ino, dev: st.dev, size: st.size, birthtimeMs: st.birthtimeMs })),
   );
+}
+
+/** `<n>:<hash>` of the first n (up to FINGERPRINT_BYTES) bytes, or of exactly `n` when given; undefined for an empty file. */
+async function fingerprintOf(fh: FileHandle, size: number, n = Math.min(size, FINGERPRINT_BYTES)): Promise<string | undefined> {
+  if (n === 0 || size < n) return undefined;
+  const head = Buffer.alloc(n);
+  const { bytesRead } = await fh.read(head, 0, n, 0);
+  if (bytesRead < n) return undefined;
+  return `${n}:${createHash('sha1').update(head).digest('base64url').slice(0, 16)}`;
+}
+
+/** True when the file open as `fh` has the fingerprint a position recorded (or it recorded none). */
+async function sameContent(fh: FileHandle, size: number, pos: FilePosition): Promise<boolean> {
+  if (pos.fingerprint === undefined) return true;
+  const n = Number.parseInt(pos.fingerprint, 10);
+  return Number.isInteger(n) && (await fingerprintOf(fh, size, n)) === pos.fingerprint;
 }
 
 /** The inode of the regular file at `path` itself (a symlink is not followed). */
@@ -214,7 +275,10 @@ export const createFileSource: SourceFactory = (plugin, ctx): Source => {
     bytes_read: 0,
     truncations: 0,
     truncated_lines: 0,
+    lag_bytes: 0,
   };
+  /** closed files whose last batches are not done yet: their positions stay reported until they are */
+  const finishing = new Set<Tail>();
   /** open files by inode; insertion order is read order, so a rotated file comes before its successor */
   const tails = new Map<number, Tail>();
   /** the detached tails among them */
@@ -235,18 +299,28 @@ export const createFileSource: SourceFactory = (plugin, ctx): Source => {
   let tailTimer: NodeJS.Timeout | undefined;
   let discoverTimer: NodeJS.Timeout | undefined;
 
-  const emitLines = (tail: Tail, lines: string[]) => {
-    if (lines.length === 0) return;
+  /** Emits a batch of `tail`'s lines; its acknowledged position moves past them once they are done. */
+  const emitLines = (tail: Tail, lines: string[], ends: number[]) => {
+    const done = tail.order.add(tail.offset - tail.lines.pendingBytes);
+    if (lines.length === 0) {
+      done();
+      return;
+    }
     const now = Date.now();
     const batch: Entry[] = new Array(lines.length);
     for (let i = 0; i < lines.length; i++) batch[i] = parseLine(lines[i]!, tail.name, now, cfg.raw);
+    if (ctx.idNode !== undefined) for (let i = 0; i < batch.length; i++) batch[i]!.id = tail.idPrefix + ends[i]!.toString(36);
     counters.total_entries += batch.length;
-    ctx.emit(batch);
+    ctx.emit(batch, done);
   };
+
+  const fileIdPrefix = (dev: number, inode: number, truncations: number) =>
+    ctx.idNode === undefined ? '' : idPrefix(ctx.idNode, ctx.pipeline, plugin.id, dev, inode, truncations);
 
   const closeTail = async (tail: Tail) => {
     tails.delete(tail.inode);
     rotated.delete(tail);
+    if (tail.order.outstanding > 0) finishing.add(tail);
     counters.active_watchers = tails.size;
     await tail.fh.close().catch(() => undefined);
   };
@@ -254,8 +328,9 @@ export const createFileSource: SourceFactory = (plugin, ctx): Source => {
   /** Emits the held partial line of `tail`, if any. */
   const flushTail = (tail: Tail) => {
     const out: string[] = [];
-    tail.lines.flush(out);
-    emitLines(tail, out);
+    const ends: number[] = [];
+    tail.lines.flush(out, ends);
+    if (out.length > 0) emitLines(tail, out, ends);
   };
 
   /** Reads `tail` up to its current end (or until paused/stopped); returns false when paused. */
@@ -266,8 +341,17 @@ export const createFileSource: SourceFactory = (plugin, ctx): Source => {
       counters.truncations++;
       flushTail(tail);
       tail.offset = 0;
+      tail.acked = 0;
+      tail.lines.at(0);
+      tail.truncations++;
+      tail.idPrefix = fileIdPrefix(tail.dev, tail.inode, tail.truncations);
+      tail.fingerprint = undefined;
     }
     let size = st.size;
+    tail.size = size;
+    if ((tail.fingerprint === undefined || Number.parseInt(tail.fingerprint, 10) < FINGERPRINT_BYTES) && size > (tail.fingerprint ? Number.parseInt(tail.fingerprint, 10) : 0)) {
+      tail.fingerprint = await fingerprintOf(tail.fh, size);
+    }
     // A rotated file's held partial line comes before its successor's first bytes; until then the
     // application may still complete it through its old descriptor.
     if (tail.offset < size && !tail.detached) for (const r of rotated) if (r.path === tail.path && r.lines.pendingBytes > 0) flushTail(r);
@@ -283,10 +367,11 @@ export const createFileSource: SourceFactory = (plugin, ctx): Source => {
       tail.grewAt = Date.now();
       counters.bytes_read += bytesRead;
       const out: string[] = [];
+      const ends: number[] = [];
       const before = tail.lines.truncated;
-      tail.lines.push(buf.subarray(0, bytesRead), out);
+      tail.lines.push(buf.subarray(0, bytesRead), out, ends);
       counters.truncated_lines += tail.lines.truncated - before;
-      emitLines(tail, out);
+      emitLines(tail, out, ends);
     }
     return true;
   };
@@ -294,8 +379,16 @@ export const createFileSource: SourceFactory = (plugin, ctx): Source => {
   /**
    * Opens `path` from `offset`. With `rotatedFrom` (the name the predecessor reported it under) it
    * is a rotated file handed over: only that inode will do, and it is tailed as detached.
+   * `resumed`: the position `offset` comes from; a file whose content does not match it (the
+   * inode was used again) is another file, read from `otherwise` (or not taken when rotated).
    */
-  const openTail = async (path: string, inode: number, offset: number, rotatedFrom?: string): Promise<Tail | undefined> => {
+  const openTail = async (
+    path: string,
+    inode: number,
+    offset: number,
+    rotatedFrom?: string,
+    resumed?: { readonly pos: FilePosition; readonly otherwise: (size: number) => number },
+  ): Promise<Tail | undefined> => {
     let fh: FileHandle;
     try {
       fh = await open(path, 'r');
@@ -309,15 +402,31 @@ export const createFileSource: SourceFactory = (plugin, ctx): Source => {
     }
     unopenable.delete(path);
     try {
-      return await tailOpened(fh, path, inode, offset, rotatedFrom);
+      return await tailOpened(fh, path, inode, offset, rotatedFrom, resumed);
     } catch (err) {
       await fh.close().catch(() => undefined);
       throw err;
     }
   };
 
-  const tailOpened = async (fh: FileHandle, path: string, inode: number, offset: number, rotatedFrom?: string): Promise<Tail | undefined> => {
+  const tailOpened = async (
+    fh: FileHandle,
+    path: string,
+    inode: number,
+    offset: number,
+    rotatedFrom?: string,
+    resumed?: { readonly pos: FilePosition; readonly otherwise: (size: number) => number },
+  ): Promise<Tail | undefined> => {
     const st = await fh.stat();
+    let truncations = 0;
+    if (resumed && st.ino === inode) {
+      const known = (resumed.pos.dev === undefined || resumed.pos.dev === st.dev) && (await sameContent(fh, st.size, resumed.pos));
+      if (known) truncations = resumed.pos.truncations ?? 0;
+      else if (rotatedFrom !== undefined) {
+        await fh.close();
+        return undefined;
+      } else offset = resumed.otherwise(st.size);
+    }
     // a handed-over file is known by its inode alone: one shorter than its position is not it
     // (the inode was freed and used again during the handover)
     if ((st.ino !== inode || st.size < offset) && rotatedFrom !== undefined) {
@@ -342,13 +451,24 @@ export const createFileSource: SourceFactory = (plugin, ctx): Source => {
       const { bytesRead } = await fh.read(buf, 0, 1, offset - 1);
       if (bytesRead === 1 && buf[0] !== 10) lines.skipLine();
     }
+    lines.at(offset);
     const tail: Tail = {
       path: rotatedFrom ?? path,
       name: basename(rotatedFrom ?? path),
       inode,
+      dev: st.dev,
       fh,
       lines,
       offset,
+      acked: offset,
+      order: new InOrder((end) => {
+        tail.acked = end;
+        if (tail.order.outstanding === 0) finishing.delete(tail);
+      }),
+      size: st.size,
+      truncations,
+      fingerprint: await fingerprintOf(fh, st.size),
+      idPrefix: fileIdPrefix(st.dev, inode, truncations),
       detached: rotatedFrom !== undefined,
       deleted: false,
       renamedTo: rotatedFrom === undefined ? undefined : path,
@@ -405,7 +525,7 @@ export const createFileSource: SourceFactory = (plugin, ctx): Source => {
       // still under its name yet not discovered and not rotated: the new pattern leaves it out
       if (now === path && !pos.rotated) continue;
       // renamed during the handover: a rotation the predecessor did not see
-      if ((await openTail(now, inode, pos.offset, path)) && now !== path) counters.rotations++;
+      if ((await openTail(now, inode, pos.offset, path, { pos, otherwise: () => 0 })) && now !== path) counters.rotations++;
     }
   };
 
@@ -449,7 +569,13 @@ export const createFileSource: SourceFactory = (plugin, ctx): Source => {
         // so is a file born since the run began that no predecessor reported (born during a
         // handover, or after its last scan) and that this first scan happens to see
         const bornSince = st.birthtimeMs > 0 && st.birthtimeMs >= since - BIRTH_CLOCK_SLACK_MS;
-        offset = pos ? pos.offset : resumeFrom[path] || cfg.from === 'start' || bornSince ? 0 : st.size;
+        const fresh = (size: number) => (resumeFrom[path] || cfg.from === 'start' || bornSince ? 0 : size);
+        offset = pos ? pos.offset : fresh(st.size);
+        // a known inode whose device or first bytes differ is another file (the inode was used again)
+        if (pos) {
+          await openTail(path, st.ino, offset, undefined, { pos, otherwise: fresh });
+          continue;
+        }
       }
       await openTail(path, st.ino, offset);
     }
@@ -493,6 +619,12 @@ export const createFileSource: SourceFactory = (plugin, ctx): Source => {
     return rotated;
   };
 
+  const updateLag = () => {
+    let lag = 0;
+    for (const tail of tails.values()) lag += Math.max(0, tail.size - tail.acked);
+    counters.lag_bytes = lag;
+  };
+
   const cycle = async () => {
     // Rotation is noticed before anything is read, so a renamed-away file is finished (to its end,
     // then its held partial line) before its successor under the old name is read.
@@ -515,6 +647,7 @@ export const createFileSource: SourceFactory = (plugin, ctx): Source => {
         await closeTail(tail);
       }
     }
+    updateLag();
   };
 
   const run = () => {
@@ -569,13 +702,22 @@ export const createFileSource: SourceFactory = (plugin, ctx): Source => {
       for (const tail of tails.values()) await tail.fh.close().catch(() => undefined);
     },
     positions() {
+      // before the first scan has opened anything, what was handed over still stands
+      if (firstScan) return resumeFrom;
       const out: SourcePositions = {};
-      for (const tail of tails.values()) {
+      for (const tail of [...finishing, ...tails.values()]) {
         // a rotated file goes under its new name, for a successor to finish it
         const path = tail.detached ? (tail.renamedTo ?? tail.path) : tail.path;
         if (tail.detached && out[path]) continue;
-        const offset = tail.offset - tail.lines.pendingBytes;
-        out[path] = tail.detached && !tail.deleted ? { inode: tail.inode, offset, rotated: true } : { inode: tail.inode, offset };
+        const pos: FilePosition = {
+          inode: tail.inode,
+          offset: tail.acked,
+          dev: tail.dev,
+          truncations: tail.truncations,
+          fingerprint: tail.fingerprint,
+        };
+        // a finishing file (closed, last lines not yet done) is handed over as a rotated one: a successor reads it to its end
+        out[path] = (tail.detached && !tail.deleted) || finishing.has(tail) ? { ...pos, rotated: true } : pos;
       }
       return out;
     },

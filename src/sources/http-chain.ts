@@ -84,10 +84,27 @@ export const createHttpChainSource: SourceFactory = (plugin, ctx): Source => {
     });
   };
 
+  /** requests whose entries are not all done yet; a stopping source waits for them */
+  let answering = 0;
+  let drained: (() => void) | undefined;
+
   const ingest = (req: IncomingMessage, res: ServerResponse, peer: Peer | undefined, body: string) => {
     const node = peer?.session.auth_identity ?? (headerValue(req.headers[HEADER_NODE]) || undefined);
     const now = Date.now();
     let accepted = 0;
+    // the 204 goes out once every batch of the body is done (DESIGN.md §15); +1 holds it until
+    // the whole body was emitted
+    let owed = 1;
+    answering++;
+    const batchDone = () => {
+      if (--owed > 0) return;
+      answering--;
+      if (!res.destroyed) {
+        res.writeHead(204, { [HEADER_ACCEPTED]: String(accepted) });
+        res.end();
+      }
+      if (answering === 0) drained?.();
+    };
     let batch: Entry[] = [];
     let start = 0;
     while (start < body.length) {
@@ -102,7 +119,8 @@ export const createHttpChainSource: SourceFactory = (plugin, ctx): Source => {
           if (batch.length >= cfg.buffer_size) {
             accepted += batch.length;
             counters.total_entries += batch.length;
-            ctx.emit(batch);
+            owed++;
+            ctx.emit(batch, batchDone);
             batch = [];
           }
         } else {
@@ -114,15 +132,10 @@ export const createHttpChainSource: SourceFactory = (plugin, ctx): Source => {
     if (batch.length > 0) {
       accepted += batch.length;
       counters.total_entries += batch.length;
-      ctx.emit(batch);
+      owed++;
+      ctx.emit(batch, batchDone);
     }
-    // Answered on the next turn, after the pipeline's pump (scheduled by emit) has handed the
-    // entries to sinks that have room: a receiver killed right after its 204 then loses only
-    // what a busy sink still had queued, as the ack of a tcp_chain link does.
-    setImmediate(() => {
-      res.writeHead(204, { [HEADER_ACCEPTED]: String(accepted) });
-      res.end();
-    });
+    batchDone();
   };
 
   const handle = (req: IncomingMessage, res: ServerResponse) => {
@@ -244,14 +257,23 @@ export const createHttpChainSource: SourceFactory = (plugin, ctx): Source => {
     resume() {
       paused = false;
     },
-    async stop() {
+    async stop(deadline = Date.now()) {
       if (stopping) return;
       stopping = true;
       const srv = server;
       if (!srv) return;
       const closed = new Promise<void>((resolve) => srv.close(() => resolve()));
       srv.closeIdleConnections();
-      // Requests under way finish (their entries are queued synchronously); then everyone goes.
+      // Requests under way are answered once their entries are done (the pipeline drains on
+      // meanwhile), until the deadline; then everyone goes.
+      if (answering > 0) {
+        let wait: NodeJS.Timeout | undefined;
+        await new Promise<void>((resolve) => {
+          drained = resolve;
+          wait = setTimeout(resolve, Math.max(0, deadline - Date.now()));
+        });
+        clearTimeout(wait);
+      }
       const timer = setTimeout(() => srv.closeAllConnections(), 500);
       await closed;
       clearTimeout(timer);

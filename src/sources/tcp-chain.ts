@@ -1,11 +1,13 @@
 // `tcp_chain` source: the receiving end of a chain link (DESIGN.md §9). Each connection sends a
 // hello, then one JSON entry per line; entries are emitted one batch per read and acknowledged
-// once they sit in the sink queues. A saturated pipeline pauses every connection (TCP backpressure).
+// once they are done (every sink delivered them or dropped them with a count, DESIGN.md §15), in
+// order. A saturated pipeline pauses every connection (TCP backpressure).
 
 import { createServer as createNetServer, type Server, type Socket } from 'node:net';
 import { createServer as createTlsServer, type TLSSocket } from 'node:tls';
 import { ackLine, decodeEntry, errorLine, LineSplitter, OK_LINE, parseHello } from '../chain/protocol.js';
 import { CHAIN_SOURCE_BUFFER_SIZE, type ChainSourceConfig, chainSourceConfig } from '../chain/source-config.js';
+import { InOrder } from '../core/ack.js';
 import type { Entry } from '../core/entry.js';
 import { bind, countHandshakeErrors } from '../net/listener.js';
 import { closeSession, openSession, type Session } from '../net/session.js';
@@ -29,6 +31,9 @@ interface Link {
   node: string | undefined;
   /** entries handed to the pipeline on this connection */
   received: number;
+  /** of those, the count done in order (what the next ack says) */
+  done: number;
+  readonly order: InOrder<number>;
   acked: number;
   helloTimer?: NodeJS.Timeout;
   ackScheduled: boolean;
@@ -61,11 +66,15 @@ export const createTcpChainSource: SourceFactory = (plugin, ctx): Source => {
   let stopping = false;
   let paused = false;
 
+  /** links whose entries are all done: a stopping source waits for them to drain */
+  let drained: (() => void) | undefined;
+  const outstanding = () => [...links].some((l) => l.ready && l.order.outstanding > 0);
+
   const sendAck = (link: Link) => {
     link.ackScheduled = false;
-    if (link.closed || link.received === link.acked) return;
-    link.acked = link.received;
-    link.socket.write(ackLine(link.received));
+    if (link.socket.destroyed || link.done === link.acked) return;
+    link.acked = link.done;
+    link.socket.write(ackLine(link.done));
   };
 
   const scheduleAck = (link: Link) => {
@@ -100,7 +109,7 @@ export const createTcpChainSource: SourceFactory = (plugin, ctx): Source => {
       batch = [];
       counters.total_entries += b.length;
       link.received += b.length;
-      ctx.emit(b);
+      ctx.emit(b, link.order.add(link.received));
     };
     const onLine = (line: string) => {
       if (link.closed) return;
@@ -132,11 +141,10 @@ export const createTcpChainSource: SourceFactory = (plugin, ctx): Source => {
       if (link.closed) return;
       const fits = splitter.push(chunk, onLine);
       flush();
-      if (link.received !== link.acked) scheduleAck(link);
       if (!fits) {
         counters.parse_errors++;
         link.closed = true;
-        if (link.received !== link.acked) socket.write(ackLine(link.received));
+        if (link.done !== link.acked) socket.write(ackLine(link.done));
         refuse(link, `line over max_line_bytes (${cfg.max_line_bytes})`);
         return;
       }
@@ -168,7 +176,21 @@ export const createTcpChainSource: SourceFactory = (plugin, ctx): Source => {
       }
       identity = verdict.identity;
     }
-    const link: Link = { socket, ready: false, node: undefined, received: 0, acked: 0, ackScheduled: false, closed: false };
+    const link: Link = {
+      socket,
+      ready: false,
+      node: undefined,
+      received: 0,
+      done: 0,
+      acked: 0,
+      ackScheduled: false,
+      closed: false,
+      order: new InOrder((n) => {
+        link.done = n;
+        scheduleAck(link);
+        if (drained && !outstanding()) drained();
+      }),
+    };
     link.session = openSession(socket, tls, ctx.log, identity);
     links.add(link);
     counters.active_connections = links.size;
@@ -212,13 +234,24 @@ export const createTcpChainSource: SourceFactory = (plugin, ctx): Source => {
       if (stopping) return;
       for (const link of links) if (started && !link.closed) link.socket.resume();
     },
-    async stop() {
+    async stop(deadline = Date.now()) {
       if (stopping) return;
       stopping = true;
       const closing = server ? new Promise<void>((resolve) => server!.close(() => resolve())) : Promise.resolve();
+      // Reading stops; what was emitted drains on (the pipeline pumps meanwhile) and is acknowledged
+      // as it is done, until the deadline: the sender then need not send it again.
+      for (const link of links) link.socket.pause();
+      if (outstanding()) {
+        let timer: NodeJS.Timeout | undefined;
+        await new Promise<void>((resolve) => {
+          drained = resolve;
+          timer = setTimeout(resolve, Math.max(0, deadline - Date.now()));
+        });
+        clearTimeout(timer);
+        drained = undefined;
+      }
       for (const link of links) {
-        // Everything emitted so far is queued: acknowledge it so the sink does not resend it.
-        if (!link.closed && link.ready && link.received !== link.acked) link.socket.write(ackLine(link.received));
+        if (!link.closed && link.ready && link.done !== link.acked) link.socket.write(ackLine(link.done));
         link.closed = true;
         link.socket.end();
         link.socket.destroySoon();

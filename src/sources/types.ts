@@ -5,10 +5,16 @@ import type { Counters } from '../core/counters.js';
 import type { Entry } from '../core/entry.js';
 import type { Logger } from '../core/log.js';
 
-/** A file position: byte offset in the file with this inode. */
+/** A file position: byte offset (acknowledged, DESIGN.md §15) in the file with this inode. */
 export interface FilePosition {
   readonly inode: number;
   readonly offset: number;
+  /** the file's device; with the inode and truncations, its identity */
+  readonly dev?: number;
+  /** truncations seen for this file (part of its lines' ids) */
+  readonly truncations?: number;
+  /** hash of the file's first bytes, to know it again by content in a checkpoint */
+  readonly fingerprint?: string;
   /** a rotated file (renamed away, in its grace), reported under its new name */
   readonly rotated?: true;
 }
@@ -22,8 +28,13 @@ export interface SourceContext {
   readonly log: Logger;
   /** true for `check`: validate only, never bind, open or connect */
   readonly checkOnly: boolean;
-  /** Hands a batch of entries to the flow stage; synchronous. */
-  emit(entries: Entry[]): void;
+  /**
+   * Hands a batch of entries to the flow stage; synchronous. `done` runs (once, possibly before
+   * emit returns) when every sink delivered or dropped with a count each of its entries.
+   */
+  emit(entries: Entry[], done?: () => void): void;
+  /** Set when the pipeline stamps ids (it has a chain sink): the node name for their prefix. */
+  readonly idNode: string | undefined;
   /** True while a blocking sink is full; sources that can pause stop reading until resume(). */
   isSaturated(): boolean;
 }
@@ -45,8 +56,11 @@ export interface Source {
   start(positions: SourcePositions, since: number): void;
   pause?(): void;
   resume?(): void;
-  /** Stop producing and release everything; idempotent. */
-  stop(): Promise<void>;
+  /**
+   * Stop producing and release everything; idempotent. Sources that acknowledge upstream may
+   * wait, until `deadline` (epoch ms), for what they emitted to be done first.
+   */
+  stop(deadline?: number): Promise<void>;
   /** Current file positions, for the stats message. */
   positions?(): SourcePositions;
 }

@@ -24,7 +24,7 @@ function send(msg: FromWorker, done?: () => void): void {
 }
 
 function sendStats(): void {
-  if (pipeline) send({ type: 'stats', counters: pipeline.counters(), positions: pipeline.positions() });
+  if (pipeline) send({ type: 'stats', counters: pipeline.counters(), positions: pipeline.positions(), dedup: pipeline.doneIds() });
 }
 
 async function onMessage(msg: ToWorker): Promise<void> {
@@ -32,7 +32,7 @@ async function onMessage(msg: ToWorker): Promise<void> {
     case 'build': {
       log = createLogger(msg.level, logStream);
       try {
-        pipeline = buildPipeline(msg.pipeline, { log, checkOnly: false, debug: msg.level === 'debug' });
+        pipeline = buildPipeline(msg.pipeline, { log, checkOnly: false, debug: msg.level === 'debug', node: msg.node });
         await pipeline.open();
         logStream.flush();
         send({ type: 'built' });
@@ -43,7 +43,7 @@ async function onMessage(msg: ToWorker): Promise<void> {
       return;
     }
     case 'start': {
-      pipeline?.start(msg.positions, msg.since);
+      pipeline?.start(msg.positions, msg.since, msg.dedup);
       statsTimer ??= setInterval(sendStats, STATS_INTERVAL_MS);
       return;
     }
@@ -58,7 +58,7 @@ async function onMessage(msg: ToWorker): Promise<void> {
       logStream.flush(() => {
         const counters = pipeline?.counters();
         if (pipeline && counters) {
-          send({ type: 'stopped', abandoned, counters, positions: pipeline.positions() }, end);
+          send({ type: 'stopped', abandoned, counters, positions: pipeline.positions(), dedup: pipeline.doneIds() }, end);
         } else {
           send({ type: 'stopped', abandoned, counters: { total_dropped_by_sink: 0, flow: {}, sources: {}, sinks: {} }, positions: {} }, end);
         }

@@ -1,18 +1,24 @@
 // One pipeline: sources → flow → per-sink bounded queues → sinks. Built once per worker.
-// The per-entry path is synchronous: sources emit batches, sinks take batches.
+// The per-entry path is synchronous: sources emit batches, sinks take batches. The fan-out policy
+// lives in fanout.ts, acknowledgement tickets in acks.ts; this file assembles them.
 
 import type { PipelineConfig } from '../config/schema.js';
-import type { Counters, PipelineCounters } from '../core/counters.js';
+import { settle, settleAll } from '../core/ack.js';
+import type { PipelineCounters } from '../core/counters.js';
 import type { Entry } from '../core/entry.js';
 import { errorMessage } from '../core/errors.js';
 import type { Logger } from '../core/log.js';
 import { BoundedQueue } from '../core/queue.js';
+import { IdSequence } from '../core/ids.js';
+import type { DedupWindow } from '../flow/dedup.js';
 import { createFlow, type Flow } from '../flow/index.js';
 import type { PipelinePositions } from '../ipc/messages.js';
 import { sinkFactory } from '../sinks/index.js';
 import type { Sink, SinkItem } from '../sinks/types.js';
 import { sourceFactory } from '../sources/index.js';
 import type { Source } from '../sources/types.js';
+import { DoneIds, openTicket } from './acks.js';
+import { createFanout, type Fanout, type SinkRunner } from './fanout.js';
 
 /** Most entries handed to one sink write. */
 const MAX_BATCH = 1024;
@@ -25,18 +31,13 @@ export class BuildError extends Error {
   }
 }
 
-interface SinkRunner {
-  readonly sink: Sink;
-  readonly queue: BoundedQueue<SinkItem>;
-  readonly counters: Counters;
-  busy: boolean;
-}
-
 export interface BuildOptions {
   readonly log: Logger;
   readonly checkOnly: boolean;
   /** level is debug: the filter stage logs its per-entry lines */
   readonly debug: boolean;
+  /** `node_name`: part of entry ids, the default `node` of chain sinks */
+  readonly node: string;
 }
 
 export interface Pipeline {
@@ -46,11 +47,13 @@ export interface Pipeline {
   /** Build step: bind listeners, open files. */
   open(): Promise<void>;
   /** `since`: per source id, when its run began (see the `start` message) */
-  start(positions: PipelinePositions, since: Readonly<Record<string, number>>): void;
+  start(positions: PipelinePositions, since: Readonly<Record<string, number>>, dedup?: DedupWindow): void;
   /** Sources stop, queues drain, sinks close, all within `timeoutMs`; returns the entries abandoned. */
   stop(timeoutMs: number): Promise<number>;
   counters(): PipelineCounters;
   positions(): PipelinePositions;
+  /** dedup ids whose entries are done since the last call (for the primary's copy of the window) */
+  doneIds(): DedupWindow | undefined;
 }
 
 export function buildPipeline(cfg: PipelineConfig, opts: BuildOptions): Pipeline {
@@ -64,6 +67,7 @@ export function buildPipeline(cfg: PipelineConfig, opts: BuildOptions): Pipeline
   const pipelineCounters = { total_dropped_by_sink: 0 };
   const runners: SinkRunner[] = [];
   const sources: Source[] = [];
+  const journal = flow?.dedup ? new DoneIds(cfg.flow.dedup!.window_entries) : undefined;
   let saturated = false;
   let paused = false;
   let stopping = false;
@@ -72,20 +76,13 @@ export function buildPipeline(cfg: PipelineConfig, opts: BuildOptions): Pipeline
   const allIdle = () => runners.every((r) => !r.busy && r.queue.length === 0);
 
   const updateSaturation = () => {
-    let full = false;
-    let belowHalf = true;
-    for (const r of runners) {
-      if (r.sink.onFull !== 'block') continue;
-      if (r.queue.length >= r.sink.bufferSize) full = true;
-      if (r.queue.length >= r.sink.bufferSize / 2) belowHalf = false;
-    }
-    if (full && !saturated) {
+    if (!saturated && fanout.full()) {
       saturated = true;
       if (!paused) {
         paused = true;
         for (const s of sources) s.pause?.();
       }
-    } else if (saturated && belowHalf) {
+    } else if (saturated && fanout.belowHalf()) {
       saturated = false;
       if (paused && !stopping) {
         paused = false;
@@ -98,11 +95,13 @@ export function buildPipeline(cfg: PipelineConfig, opts: BuildOptions): Pipeline
     while (!r.busy && r.queue.length > 0) {
       const batch = r.queue.take(MAX_BATCH);
       let result: Promise<void> | void;
-      // Sinks count their own failures; one that throws anyway loses the batch, counted here.
+      // Sinks count their own failures; one that throws anyway loses the batch, counted here
+      // (dropped with a count: its entries are settled).
       const lost = (err: unknown) => {
         r.counters.total_processed! -= batch.length;
         pipelineCounters.total_dropped_by_sink += batch.length;
         opts.log.error({ pipeline: cfg.name, plugin: r.sink.id, error: errorMessage(err), entries: batch.length }, 'Sink write failed');
+        if (r.sink.settles) settleAll(batch);
       };
       r.counters.total_processed! += batch.length;
       try {
@@ -115,16 +114,18 @@ export function buildPipeline(cfg: PipelineConfig, opts: BuildOptions): Pipeline
         r.busy = true;
         result.then(
           () => {
+            if (!r.sink.settles) settleAll(batch);
             r.busy = false;
             pump(r);
           },
           (err: unknown) => {
             lost(err);
+            if (!r.sink.settles) settleAll(batch);
             r.busy = false;
             pump(r);
           },
         );
-      }
+      } else if (!r.sink.settles) settleAll(batch);
     }
     if (saturated) updateSaturation();
     if (idleWaiter && allIdle()) {
@@ -140,29 +141,36 @@ export function buildPipeline(cfg: PipelineConfig, opts: BuildOptions): Pipeline
     for (const r of runners) pump(r);
   };
 
-  const emitBatch = (source: Source, entries: Entry[]) => {
+  const emitBatch = (source: Source, ids: IdSequence | undefined, entries: Entry[], done?: () => void) => {
     if (saturated && !source.pausable) {
       source.counters.dropped_entries! += entries.length;
+      done?.();
       return;
     }
     if (!flow) return;
+    const passed: string[] = [];
+    const ticket = openTicket(done, journal, passed);
     const now = Date.now();
     for (const entry of entries) {
+      if (ids && entry.id === undefined) entry.id = ids.next();
       const line = flow.process(entry, now);
       if (line === undefined) continue;
-      const item: SinkItem = { entry, line };
-      for (const r of runners) {
-        // a batch bigger than the queue must not be dropped for a sink that is idle and could take it now
-        if (r.sink.onFull === 'drop' && r.queue.full && !r.busy) pump(r);
-        if (r.sink.onFull === 'drop' && r.queue.full) pipelineCounters.total_dropped_by_sink++;
-        else r.queue.push(item);
-      }
+      if (journal) passed.push(entry.id!);
+      fanout.offer({ entry, line, ticket });
     }
+    settle(ticket);
     updateSaturation();
     if (!pumpScheduled) {
       pumpScheduled = true;
       setImmediate(pumpAll);
     }
+  };
+
+  /** `fanout = "any"`: a sink whose link broke hands over what it holds */
+  const failover = (sink: Sink, items: SinkItem[]) => {
+    const r = runners.find((x) => x.sink === sink);
+    if (!r || stopping) return false;
+    return fanout.failover(r, items);
   };
 
   for (const plugin of cfg.plugin_sinks) {
@@ -173,13 +181,29 @@ export function buildPipeline(cfg: PipelineConfig, opts: BuildOptions): Pipeline
     }
     try {
       const log = opts.log.child({ pipeline: cfg.name, plugin: plugin.id });
-      const sink = factory(plugin, { pipeline: cfg.name, log, checkOnly: opts.checkOnly });
+      const ref: { sink?: Sink } = {};
+      const sink = factory(plugin, {
+        pipeline: cfg.name,
+        log,
+        checkOnly: opts.checkOnly,
+        node: opts.node,
+        failover: cfg.fanout === 'any' ? (items) => !!ref.sink && failover(ref.sink, items) : undefined,
+      });
+      ref.sink = sink;
       runners.push({ sink, queue: new BoundedQueue(sink.bufferSize), counters: { total_processed: 0 }, busy: false });
       if (!opts.checkOnly) opts.log.info({ pipeline: cfg.name, plugin: plugin.id, type: plugin.type }, 'Created sink instance');
     } catch (err) {
       errors.push(errorMessage(err));
     }
   }
+  const fanout: Fanout = createFanout(cfg.fanout ?? 'all', runners, {
+    pump,
+    dropped: () => {
+      pipelineCounters.total_dropped_by_sink++;
+    },
+  });
+  // ids are stamped once, before the fan-out, when an entry may leave this node (DESIGN.md §14)
+  const idNode = runners.some((r) => r.sink.carriesIds) ? opts.node : undefined;
   for (const plugin of cfg.plugin_sources) {
     const factory = sourceFactory(plugin.type);
     if (!factory) {
@@ -190,10 +214,11 @@ export function buildPipeline(cfg: PipelineConfig, opts: BuildOptions): Pipeline
       const log = opts.log.child({ pipeline: cfg.name, plugin: plugin.id });
       // The factory gets emit() before the source exists; the ref closes that loop.
       const ref: { source?: Source } = {};
-      const emit = (entries: Entry[]) => {
-        if (ref.source) emitBatch(ref.source, entries);
+      const ids = idNode === undefined ? undefined : new IdSequence(idNode, cfg.name, plugin.id);
+      const emit = (entries: Entry[], done?: () => void) => {
+        if (ref.source) emitBatch(ref.source, ids, entries, done);
       };
-      const source = factory(plugin, { pipeline: cfg.name, log, checkOnly: opts.checkOnly, emit, isSaturated: () => saturated });
+      const source = factory(plugin, { pipeline: cfg.name, log, checkOnly: opts.checkOnly, emit, isSaturated: () => saturated, idNode });
       ref.source = source;
       sources.push(source);
       if (!opts.checkOnly) opts.log.info({ pipeline: cfg.name, plugin: plugin.id, type: plugin.type }, 'Created source instance');
@@ -214,7 +239,8 @@ export function buildPipeline(cfg: PipelineConfig, opts: BuildOptions): Pipeline
       for (const sink of sinks) await sink.open?.();
       for (const source of sources) await source.open?.();
     },
-    start(positions, since) {
+    start(positions, since, dedup) {
+      if (dedup) flow?.dedup?.load(dedup);
       const now = Date.now();
       for (const source of sources) source.start(positions[source.id] ?? {}, since[source.id] ?? now);
     },
@@ -222,7 +248,7 @@ export function buildPipeline(cfg: PipelineConfig, opts: BuildOptions): Pipeline
       stopped ??= (async () => {
         stopping = true;
         const deadline = Date.now() + timeoutMs;
-        await Promise.all(sources.map((s) => s.stop().catch(() => undefined)));
+        await Promise.all(sources.map((s) => s.stop(deadline).catch(() => undefined)));
         pumpAll();
         if (!allIdle()) {
           let timer: NodeJS.Timeout | undefined;
@@ -255,6 +281,7 @@ export function buildPipeline(cfg: PipelineConfig, opts: BuildOptions): Pipeline
       for (const r of runners) out.sinks[r.sink.id] = { ...r.sink.counters, ...r.counters };
       return out;
     },
+    doneIds: () => journal?.take(),
     positions() {
       const out: PipelinePositions = {};
       for (const s of sources) {

@@ -184,14 +184,21 @@ on_full = "block"
   t.is(mixed.status, 204);
   t.is(mixed.headers['x-logrelay-accepted'], '2');
 
-  // A saturated pipeline answers 503 with Retry-After.
+  // A saturated pipeline answers 503 with Retry-After. Entries that cannot be delivered are not
+  // acknowledged (DESIGN.md §15): the request that filled the pipeline gets no 204 (its call
+  // gives up after 10 s, as a sink's request_timeout_ms would); the next ones are refused.
+  const unanswered = httpCall(stallPort, 'POST', '/ingest', PROTO, entry('stall').repeat(50)).then(
+    (r) => r.status,
+    () => 'no answer',
+  );
   let busy: Reply | undefined;
   for (let i = 0; i < 20 && busy?.status !== 503; i++) {
     busy = await httpCall(stallPort, 'POST', '/ingest', PROTO, entry('stall').repeat(50));
-    t.true(busy.status === 204 || busy.status === 503, `stalled pipeline answers ${busy.status}`);
+    t.is(busy.status, 503, 'a stalled pipeline refuses more');
   }
   t.is(busy?.status, 503);
   t.truthy(busy?.headers['retry-after']);
+  t.is(await unanswered, 'no answer', 'entries stuck behind a dead link are never acknowledged');
 
   // The good link was never disturbed: everything it sent arrived, stamped with its node.
   sendGood();

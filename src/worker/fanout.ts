@@ -1,0 +1,122 @@
+// Fan-out policy (DESIGN.md §7): how one entry is offered to a pipeline's sink queues, when the
+// sources must pause, and where a broken link's entries go. `all`: every sink gets every entry
+// (a full dropping sink drops and counts it). `any`: redundant paths; every live sink with room
+// takes it, the others skip it; sources pause only when no path has room.
+
+import type { Fanout as FanoutMode } from '../config/schema.js';
+import { settle } from '../core/ack.js';
+import type { Counters } from '../core/counters.js';
+import type { BoundedQueue } from '../core/queue.js';
+import type { Sink, SinkItem } from '../sinks/types.js';
+
+export interface SinkRunner {
+  readonly sink: Sink;
+  readonly queue: BoundedQueue<SinkItem>;
+  /** what the pipeline counts for the sink: `total_processed`, and `skipped`, `failed_over` for any */
+  readonly counters: Counters;
+  busy: boolean;
+}
+
+export interface Fanout {
+  /** Hands `item` to the sinks, adding one owed delivery to its ticket per sink that took it. */
+  offer(item: SinkItem): void;
+  /** No more entries fit: the pipeline pauses its sources. */
+  full(): boolean;
+  /** Room again: the pipeline resumes its sources. */
+  belowHalf(): boolean;
+  /** `any`: moves a broken link's items (and its queue) to the live sinks; false when none is live. */
+  failover(from: SinkRunner, items: readonly SinkItem[]): boolean;
+}
+
+export interface FanoutHooks {
+  /** writes what a runner holds now, if it is idle */
+  pump(r: SinkRunner): void;
+  /** an entry a full dropping sink could not take (`all`) */
+  dropped(): void;
+}
+
+const isLive = (r: SinkRunner) => r.sink.linkUp?.() !== false;
+const isFull = (r: SinkRunner) => r.queue.length >= r.sink.bufferSize;
+
+function push(r: SinkRunner, item: SinkItem): void {
+  if (item.ticket) item.ticket.pending++;
+  r.queue.push(item);
+}
+
+export function createFanout(mode: FanoutMode, runners: readonly SinkRunner[], hooks: FanoutHooks): Fanout {
+  return mode === 'any' ? anyFanout(runners, hooks) : allFanout(runners, hooks);
+}
+
+function allFanout(runners: readonly SinkRunner[], hooks: FanoutHooks): Fanout {
+  const blocking = runners.filter((r) => r.sink.onFull === 'block');
+  return {
+    offer(item) {
+      for (const r of runners) {
+        if (r.sink.onFull === 'drop' && r.queue.full) {
+          // a batch bigger than the queue must not be dropped for a sink that is idle and could take it now
+          if (!r.busy) hooks.pump(r);
+          if (r.queue.full) {
+            hooks.dropped();
+            continue;
+          }
+        }
+        push(r, item);
+      }
+    },
+    full: () => blocking.some(isFull),
+    belowHalf: () => blocking.every((r) => r.queue.length < r.sink.bufferSize / 2),
+    failover: () => false,
+  };
+}
+
+function anyFanout(runners: readonly SinkRunner[], hooks: FanoutHooks): Fanout {
+  /** the sinks that count for room: the live ones, or all while none is live (still dialing) */
+  const pool = () => {
+    const live = runners.filter(isLive);
+    return live.length > 0 ? live : runners;
+  };
+  const leastLoaded = (among: readonly SinkRunner[]) => among.reduce((a, b) => (b.queue.length < a.queue.length ? b : a));
+  const took: boolean[] = runners.map(() => false);
+  for (const r of runners) {
+    r.counters.skipped = 0;
+    r.counters.failed_over = 0;
+  }
+  return {
+    offer(item) {
+      took.fill(false);
+      let any = false;
+      for (let i = 0; i < runners.length; i++) {
+        const r = runners[i]!;
+        if (isFull(r) && !r.busy) hooks.pump(r);
+        if (isLive(r) && !isFull(r)) any = took[i] = true;
+      }
+      if (!any) {
+        // no live path has room: a path still dialing may take it
+        for (let i = 0; i < runners.length; i++) if (!isFull(runners[i]!)) any = took[i] = true;
+      }
+      // else the least loaded does (push never refuses; the pipeline pauses its sources at once)
+      if (!any) took[runners.indexOf(leastLoaded(pool()))] = true;
+      for (let i = 0; i < runners.length; i++) {
+        if (took[i]) push(runners[i]!, item);
+        else runners[i]!.counters.skipped!++;
+      }
+    },
+    full: () => pool().every(isFull),
+    belowHalf: () => pool().some((r) => r.queue.length < r.sink.bufferSize / 2),
+    failover(from, items) {
+      const live = runners.filter((r) => r !== from && isLive(r));
+      if (live.length === 0) return false;
+      const queued = from.queue.take(from.queue.length);
+      for (const item of items) {
+        // the new path owes a delivery before the broken one's share is let go
+        push(leastLoaded(live), item);
+        settle(item.ticket);
+      }
+      // queued items carry the broken path's share over unchanged
+      for (const item of queued) leastLoaded(live).queue.push(item);
+      from.counters.failed_over! += items.length + queued.length;
+      for (const r of live) hooks.pump(r);
+      return true;
+    },
+  };
+}

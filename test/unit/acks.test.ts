@@ -1,0 +1,58 @@
+// Acknowledgement bookkeeping (DESIGN.md §15): tickets, in-order positions, and the ids of done entries.
+
+import test from 'ava';
+import { InOrder, settle, type Ticket } from '../../src/core/ack.js';
+import { DoneIds, openTicket } from '../../src/worker/acks.js';
+
+test('a ticket runs done once, when its last owed delivery settles', (t) => {
+  let done = 0;
+  const ticket: Ticket = { pending: 3, done: () => done++ };
+  settle(ticket);
+  settle(ticket);
+  t.is(done, 0);
+  settle(ticket);
+  t.is(done, 1);
+});
+
+test('InOrder advances only past a finished prefix, to the last mark of it', (t) => {
+  const seen: number[] = [];
+  const order = new InOrder<number>((v) => seen.push(v));
+  const a = order.add(10);
+  const b = order.add(20);
+  const c = order.add(30);
+  c();
+  b();
+  t.deepEqual(seen, [], 'the first batch is not done: nothing moves');
+  a();
+  t.deepEqual(seen, [30], 'all three are done: straight to the end of the third');
+  t.is(order.outstanding, 0);
+  a();
+  t.deepEqual(seen, [30], 'completing twice changes nothing');
+  const d = order.add(40);
+  d();
+  t.deepEqual(seen, [30, 40], 'a mark completed at once advances at once');
+});
+
+test('openTicket: nobody waiting means no ticket; a journal gets the ids once the batch is done', (t) => {
+  t.is(openTicket(undefined, undefined, []), undefined);
+  const journal = new DoneIds(100);
+  const ids = ['a', 'b'];
+  let sourceDone = false;
+  const ticket = openTicket(() => (sourceDone = true), journal, ids)!;
+  ticket.pending += 2; // two sinks took one entry
+  settle(ticket); // the hold released after the fan-out
+  settle(ticket);
+  t.is(journal.take(), undefined, 'not done yet: no id is handed on');
+  settle(ticket);
+  t.true(sourceDone);
+  const w = journal.take()!;
+  t.deepEqual(w.ids, ['a', 'b']);
+  t.is(w.times.length, 2);
+  t.is(journal.take(), undefined, 'taken once');
+});
+
+test('DoneIds keeps no more than the window would', (t) => {
+  const journal = new DoneIds(3);
+  for (let i = 0; i < 10; i++) journal.add([`id${i}`], i);
+  t.deepEqual(journal.take()!.ids, ['id7', 'id8', 'id9']);
+});

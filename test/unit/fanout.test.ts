@@ -1,0 +1,104 @@
+// Fan-out policies (DESIGN.md §7): `all` drops for a full dropping sink and pauses for a full
+// blocking one; `any` skips full or dead paths, pauses only when no path has room, and moves a
+// broken link's items to a live one.
+
+import test from 'ava';
+import type { Ticket } from '../../src/core/ack.js';
+import { BoundedQueue, type OnFull } from '../../src/core/queue.js';
+import type { SinkItem } from '../../src/sinks/types.js';
+import { createFanout, type SinkRunner } from '../../src/worker/fanout.js';
+
+function runner(id: string, bufferSize: number, onFull: OnFull = 'drop', live = () => true): SinkRunner {
+  return {
+    sink: { id, type: 'test', counters: {}, bufferSize, onFull, write() {}, async close() {}, linkUp: live },
+    queue: new BoundedQueue<SinkItem>(bufferSize),
+    counters: { total_processed: 0 },
+    busy: true, // nothing is written meanwhile: the queues only fill
+  };
+}
+
+const item = (ticket?: Ticket): SinkItem => ({ entry: { time: 0, source: 's', message: 'm' }, line: 'm', ticket });
+
+test('all: every sink gets the item; a full dropping sink drops it and owes nothing for it', (t) => {
+  const a = runner('a', 1);
+  const b = runner('b', 5);
+  let dropped = 0;
+  const f = createFanout('all', [a, b], { pump: () => {}, dropped: () => dropped++ });
+  const ticket: Ticket = { pending: 0, done: () => {} };
+  f.offer(item(ticket));
+  f.offer(item(ticket));
+  t.is(a.queue.length, 1);
+  t.is(b.queue.length, 2);
+  t.is(dropped, 1);
+  t.is(ticket.pending, 3, 'two for b, one for a');
+  t.false(f.full(), 'no blocking sink: the sources never pause');
+});
+
+test('all: a full blocking sink pauses the sources until it is below half', (t) => {
+  const a = runner('a', 2, 'block');
+  const f = createFanout('all', [a], { pump: () => {}, dropped: () => t.fail('a blocking sink never drops') });
+  f.offer(item());
+  t.false(f.full());
+  f.offer(item());
+  t.true(f.full());
+  a.queue.take(1);
+  t.false(f.belowHalf(), 'one of two is not below half');
+  a.queue.take(1);
+  t.true(f.belowHalf());
+});
+
+test('any: both paths take an item while both have room; a full one skips, and counts it', (t) => {
+  const a = runner('a', 2);
+  const b = runner('b', 4);
+  const f = createFanout('any', [a, b], { pump: () => {}, dropped: () => t.fail('any never drops') });
+  const ticket: Ticket = { pending: 0, done: () => {} };
+  for (let i = 0; i < 4; i++) f.offer(item(ticket));
+  t.is(a.queue.length, 2);
+  t.is(b.queue.length, 4);
+  t.is(a.counters.skipped, 2);
+  t.is(b.counters.skipped, 0);
+  t.is(ticket.pending, 6);
+  t.true(f.full(), 'every path is full: now the sources pause');
+  b.queue.take(4);
+  t.true(f.belowHalf(), 'one path with room is enough');
+});
+
+test('any: a dead path is skipped while a live one has room, and its fullness does not pause', (t) => {
+  let aUp = false;
+  const a = runner('a', 2, 'drop', () => aUp);
+  const b = runner('b', 2);
+  const f = createFanout('any', [a, b], { pump: () => {}, dropped: () => {} });
+  f.offer(item());
+  t.is(a.queue.length, 0);
+  t.is(a.counters.skipped, 1);
+  t.is(b.queue.length, 1);
+  f.offer(item());
+  t.true(f.full(), 'the live path is full');
+  aUp = true;
+  t.false(f.full(), 'the path came back with room');
+});
+
+test('any: a broken link hands its items and its queue to a live path; with none live it keeps them', (t) => {
+  let aUp = true;
+  let bUp = true;
+  const a = runner('a', 10, 'drop', () => aUp);
+  const b = runner('b', 10, 'drop', () => bUp);
+  const f = createFanout('any', [a, b], { pump: () => {}, dropped: () => {} });
+  let done = 0;
+  const ticket: Ticket = { pending: 1, done: () => done++ };
+  const held = [item(ticket), item(ticket)];
+  ticket.pending += 2; // a holds both, unacknowledged
+  f.offer(item(ticket)); // queued on both
+  b.queue.clear();
+  ticket.pending -= 1;
+  aUp = false;
+  bUp = false;
+  t.false(f.failover(a, held), 'no live path: a keeps what it holds');
+  bUp = true;
+  t.true(f.failover(a, held));
+  t.is(b.queue.length, 3, 'two held items and a queued one moved to b');
+  t.is(a.queue.length, 0);
+  t.is(a.counters.failed_over, 3);
+  t.is(ticket.pending, 4, 'b owes three deliveries, plus the hold: a owes none');
+  t.is(done, 0);
+});
