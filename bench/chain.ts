@@ -8,7 +8,9 @@
 // would hide the link), B chain source → stdout; single entries at 1,000 entries/s, each carrying
 // the bench's send time; B prints the raw message and the bench takes the receive time itself,
 // so both ends use one clock. Scenarios: tcp_chain, tcp_chain with mutual TLS, and http_chain at
-// its default batching (flush_interval_ms = 1000). Every step has a deadline.
+// its default batching (flush_interval_ms = 1000), and tcp_chain into a receiver with dedup on
+// (window 100,000: the 1,000,000 distinct ids of the run pass through it, so the receiver
+// worker's peak RSS shows the window's bound). Every step has a deadline.
 
 import { mkdirSync, renameSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
@@ -17,6 +19,7 @@ import { freePort, type RunningNode, spawnNode, tempDir, waitFor, waitReady } fr
 import { makePki, type Pki } from '../test/helpers/pki.js';
 import { latestStatus } from '../test/helpers/status.js';
 import { writeInput } from './input.js';
+import { childPids, peakRss } from './proc.js';
 import { markdownTable, pct, runIfMain } from './report.js';
 
 const LINES = Number(process.env.BENCH_LINES ?? 1_000_000);
@@ -32,17 +35,22 @@ interface Scenario {
   readonly title: string;
   readonly link: Link;
   readonly tls: boolean;
+  /** the receiver suppresses duplicates (DESIGN.md §14) */
+  readonly dedup?: boolean;
 }
 
 const SCENARIOS: readonly Scenario[] = [
   { title: 'tcp_chain', link: 'tcp_chain', tls: false },
   { title: 'tcp_chain + mutual TLS', link: 'tcp_chain', tls: true },
   { title: 'http_chain (default batching)', link: 'http_chain', tls: false },
+  { title: 'tcp_chain → dedup (window 100,000)', link: 'tcp_chain', tls: false, dedup: true },
 ];
 
 interface Result {
   readonly title: string;
   readonly entriesPerSec: number;
+  /** the receiving worker's peak RSS during the throughput run, bytes */
+  readonly receiverRss: number;
   readonly p50: number;
   readonly p99: number;
   readonly max: number;
@@ -54,7 +62,7 @@ function receiverToml(s: Scenario, port: number, pki: Pki | undefined, sink: 'nu
 status_interval_ms = 100
 [[pipelines]]
 name = "b"
-${chainSourceToml('link', s.link, port, tls)}
+${s.dedup ? '[pipelines.flow.dedup]\nenabled = true\nwindow_entries = 100000\n' : ''}${chainSourceToml('link', s.link, port, tls)}
 [[pipelines.plugin_sinks]]
 id = "out"
 type = "${sink}"
@@ -94,7 +102,7 @@ async function pair(s: Scenario, pki: Pki | undefined, dir: ReturnType<typeof te
   return { a, b };
 }
 
-async function throughput(s: Scenario, pki: Pki | undefined, dir: ReturnType<typeof tempDir>, input: string, n: number): Promise<number> {
+async function throughput(s: Scenario, pki: Pki | undefined, dir: ReturnType<typeof tempDir>, input: string, n: number): Promise<{ eps: number; rss: number }> {
   const watch = `${dir.path}/watch-${n}`;
   mkdirSync(watch);
   const { a, b } = await pair(s, pki, dir, 'null', watch);
@@ -103,8 +111,9 @@ async function throughput(s: Scenario, pki: Pki | undefined, dir: ReturnType<typ
     renameSync(input, `${watch}/app.log`);
     await waitFor(() => processedAtB(b) >= LINES, `${s.title}: ${LINES} entries at the receiver`, THROUGHPUT_DEADLINE_MS);
     const eps = LINES / ((performance.now() - t0) / 1000);
+    const rss = Math.max(0, ...childPids(b.child.pid!).map(peakRss));
     renameSync(`${watch}/app.log`, input);
-    return eps;
+    return { eps, rss };
   } finally {
     await Promise.all([a.stop(10_000), b.stop(10_000)]);
   }
@@ -150,16 +159,16 @@ export async function main(): Promise<Result[]> {
     const input = `${dir.path}/input.log`;
     writeInput(input, LINES, LINE_BYTES);
     for (const [n, s] of SCENARIOS.entries()) {
-      const eps = await throughput(s, pki, dir, input, n);
+      const { eps, rss } = await throughput(s, pki, dir, input, n);
       const d = await latency(s, pki, dir);
-      results.push({ title: s.title, entriesPerSec: eps, p50: pct(d, 50), p99: pct(d, 99), max: d[d.length - 1] ?? Number.NaN });
+      results.push({ title: s.title, entriesPerSec: eps, receiverRss: rss, p50: pct(d, 50), p99: pct(d, 99), max: d[d.length - 1] ?? Number.NaN });
       process.stderr.write(`${s.title}: done\n`);
     }
   } finally {
     dir.remove();
   }
-  const head = ['scenario (one hop, 127.0.0.1)', 'entries/s', 'p50 ms', 'p99 ms', 'max ms'];
-  const rows = results.map((r) => [r.title, Math.round(r.entriesPerSec).toLocaleString('en-US'), r.p50.toFixed(2), r.p99.toFixed(2), r.max.toFixed(2)]);
+  const head = ['scenario (one hop, 127.0.0.1)', 'entries/s', 'receiver peak RSS MiB', 'p50 ms', 'p99 ms', 'max ms'];
+  const rows = results.map((r) => [r.title, Math.round(r.entriesPerSec).toLocaleString('en-US'), (r.receiverRss / 1048576).toFixed(1), r.p50.toFixed(2), r.p99.toFixed(2), r.max.toFixed(2)]);
   console.log(`Chain links: ${LINES.toLocaleString('en-US')} entries of ${LINE_BYTES} bytes (file → chain sink → chain source → null, two nodes); latency at ${LATENCY_RATE} entries/s (stdin → chain sink → chain source → stdout)`);
   console.log(markdownTable(head, rows, true));
   return results;
