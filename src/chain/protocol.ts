@@ -3,6 +3,7 @@
 
 import { hostname } from 'node:os';
 import type { Entry } from '../core/entry.js';
+import { entryJson } from '../core/entry-json.js';
 import { isTime, normaliseLevel, parseJsonText, parseTime } from '../core/entry.js';
 
 export const PROTOCOL_VERSION = 1;
@@ -85,14 +86,7 @@ export function encodeEntry(e: Entry, now: number, fallbackSource: string, out: 
     source = fallbackSource;
     out.completed = true;
   }
-  const o: Record<string, unknown> = { time: new Date(time).toISOString() };
-  if (e.node) o.node = e.node;
-  o.source = source;
-  if (e.level) o.level = e.level;
-  o.message = typeof e.message === 'string' ? e.message : String(e.message ?? '');
-  if (e.fields && Object.keys(e.fields).length > 0) o.fields = e.fields;
-  if (typeof e.id === 'string') o.id = e.id;
-  return JSON.stringify(o);
+  return entryJson(e, time, source, typeof e.message === 'string' ? e.message : String(e.message ?? ''), true);
 }
 
 /**

@@ -75,11 +75,20 @@ export function isTime(ms: unknown): ms is number {
 export function parseTime(value: unknown): number | undefined {
   if (isTime(value)) return value;
   if (typeof value === 'string') {
+    // entries sent together mostly share their time text: the last one parsed is remembered
+    if (value === lastTimeText) return lastTimeMs;
     const t = Date.parse(value);
-    if (!Number.isNaN(t)) return t;
+    if (!Number.isNaN(t)) {
+      lastTimeText = value;
+      lastTimeMs = t;
+      return t;
+    }
   }
   return undefined;
 }
+
+let lastTimeText = '';
+let lastTimeMs = 0;
 
 /**
  * Deepest nesting of arrays and objects taken from JSON text. JSON.parse takes far deeper text

@@ -2,22 +2,13 @@
 
 import type { FormatType } from '../config/schema.js';
 import type { Entry } from '../core/entry.js';
+import { entryJson, hasKeys, isoTime } from '../core/entry-json.js';
 
 export type Formatter = (entry: Entry) => string;
 
-export function isoTime(ms: number): string {
-  return new Date(ms).toISOString();
-}
-
 /** json: the keys of §4 in order, empty ones left out (`id` is not shown). */
 export function formatJson(e: Entry): string {
-  const o: Record<string, unknown> = { time: isoTime(e.time) };
-  if (e.node) o.node = e.node;
-  if (e.source) o.source = e.source;
-  if (e.level) o.level = e.level;
-  o.message = e.message;
-  if (e.fields && Object.keys(e.fields).length > 0) o.fields = e.fields;
-  return JSON.stringify(o);
+  return entryJson(e, e.time, e.source, e.message, false);
 }
 
 // C0 but tab, DEL, C1, and the bidi embedding/override/isolate controls.
@@ -40,7 +31,7 @@ export function sanitise(text: string): string {
 export function formatTxt(e: Entry): string {
   const who = e.node ? `${e.node}/${e.source}` : e.source;
   let line = `${isoTime(e.time)} ${e.level ?? '-'} ${sanitise(who)} ${sanitise(e.message)}`;
-  if (e.fields && Object.keys(e.fields).length > 0) line += ` ${sanitise(JSON.stringify(e.fields))}`;
+  if (e.fields && hasKeys(e.fields)) line += ` ${sanitise(JSON.stringify(e.fields))}`;
   return line;
 }
 

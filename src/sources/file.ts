@@ -3,7 +3,7 @@
 // inode so a reload or a restarted worker resumes without loss or duplicates (DESIGN.md §6).
 
 import { createHash } from 'node:crypto';
-import { lstat as lstatCb, stat as statCb } from 'node:fs';
+import { type FSWatcher, lstat as lstatCb, stat as statCb, watch } from 'node:fs';
 import { type FileHandle, open, readdir } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import fg from 'fast-glob';
@@ -298,6 +298,8 @@ export const createFileSource: SourceFactory = (plugin, ctx): Source => {
   let discoverDue = true;
   let tailTimer: NodeJS.Timeout | undefined;
   let discoverTimer: NodeJS.Timeout | undefined;
+  /** wakes the source when a file of the directory changes; the 100 ms poll stays for missed events */
+  let watcher: FSWatcher | undefined;
 
   /** Emits a batch of `tail`'s lines; its acknowledged position moves past them once they are done. */
   const emitLines = (tail: Tail, lines: string[], ends: number[]) => {
@@ -679,6 +681,19 @@ export const createFileSource: SourceFactory = (plugin, ctx): Source => {
       resumeFrom = positions;
       run();
       tailTimer = setInterval(run, TAIL_INTERVAL_MS);
+      try {
+        // a file that grows is read at once, not at the next poll (latency); a new name is news for discovery
+        watcher = watch(cfg.directory, { persistent: false }, (event) => {
+          if (event === 'rename') discoverDue = true;
+          run();
+        });
+        watcher.on('error', () => {
+          watcher?.close();
+          watcher = undefined;
+        });
+      } catch {
+        // no directory yet, or no inotify left: polling alone
+      }
       discoverTimer = setInterval(() => {
         discoverDue = true;
         run();
@@ -697,6 +712,7 @@ export const createFileSource: SourceFactory = (plugin, ctx): Source => {
       stopped = true;
       if (tailTimer) clearInterval(tailTimer);
       if (discoverTimer) clearInterval(discoverTimer);
+      watcher?.close();
       await busy;
       // positions stay readable after stop: the final stats carry them
       for (const tail of tails.values()) await tail.fh.close().catch(() => undefined);

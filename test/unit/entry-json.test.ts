@@ -1,0 +1,79 @@
+// The hand-written entry encoder must write exactly what JSON.stringify writes for the same
+// object, key order included: checked on fixed cases and on random strings drawn from every
+// corner of UTF-16 (controls, quotes, backslashes, lone and paired surrogates, U+2028).
+
+import test from 'ava';
+import { entryJson, isoTime, jsonString } from '../../src/core/entry-json.js';
+import type { Entry, Level } from '../../src/core/entry.js';
+
+/** What JSON.stringify makes of the same entry, keys in §4 order. */
+function reference(e: Entry, withId: boolean): string {
+  const o: Record<string, unknown> = { time: new Date(e.time).toISOString() };
+  if (e.node) o.node = e.node;
+  if (e.source) o.source = e.source;
+  if (e.level) o.level = e.level;
+  o.message = e.message;
+  if (e.fields && Object.keys(e.fields).length > 0) o.fields = e.fields;
+  if (withId && typeof e.id === 'string') o.id = e.id;
+  return JSON.stringify(o);
+}
+
+// A small deterministic generator, so a failure can be replayed.
+let seed = 0x9e3779b9;
+const rand = () => {
+  seed ^= seed << 13;
+  seed ^= seed >>> 17;
+  seed ^= seed << 5;
+  return (seed >>> 0) / 0x100000000;
+};
+const POOL = ['"', '\\', '\n', '\r', '\t', '\u0000', '\u001f', '\u007f', '\u2028', '\u2029', '\ud800', '\udfff', '😀', 'é', '€', '/', '<', ' ', 'a', 'Z', '0', '{', '}'];
+function randomString(): string {
+  const n = Math.floor(rand() * 24);
+  let s = '';
+  for (let i = 0; i < n; i++) {
+    const r = rand();
+    s += r < 0.5 ? POOL[Math.floor(rand() * POOL.length)] : String.fromCharCode(Math.floor(rand() * 0x10000));
+  }
+  return s;
+}
+
+test('jsonString equals JSON.stringify on 100,000 random strings', (t) => {
+  let mismatches = 0;
+  for (let i = 0; i < 100_000; i++) {
+    const s = randomString();
+    if (jsonString(s) !== JSON.stringify(s)) mismatches++;
+  }
+  t.is(mismatches, 0);
+});
+
+test('entryJson equals JSON.stringify of the same object and parses back to it, on 20,000 random entries', (t) => {
+  const levels: (Level | undefined)[] = ['INFO', 'ERROR', undefined];
+  for (let i = 0; i < 20_000; i++) {
+    const e: Entry = {
+      time: Math.floor(rand() * 4e12),
+      source: rand() < 0.1 ? '' : randomString(),
+      message: randomString(),
+    };
+    if (rand() < 0.5) e.node = randomString();
+    const level = levels[Math.floor(rand() * levels.length)];
+    if (level) e.level = level;
+    if (rand() < 0.3) e.fields = rand() < 0.2 ? {} : { [randomString()]: randomString(), n: rand(), nested: { a: [randomString()] } };
+    if (rand() < 0.5) e.id = randomString();
+    const withId = rand() < 0.5;
+    const got = entryJson(e, e.time, e.source, e.message, withId);
+    const want = reference(e, withId);
+    if (got !== want) {
+      t.fail(`entry ${i}: ${JSON.stringify(got)} != ${JSON.stringify(want)}`);
+      return;
+    }
+    t.deepEqual(JSON.parse(got), JSON.parse(want));
+  }
+  t.pass();
+});
+
+test('isoTime remembers the last time but never mixes two up', (t) => {
+  t.is(isoTime(0), '1970-01-01T00:00:00.000Z');
+  t.is(isoTime(0), '1970-01-01T00:00:00.000Z');
+  t.is(isoTime(1), '1970-01-01T00:00:00.001Z');
+  t.is(isoTime(0), '1970-01-01T00:00:00.000Z');
+});
