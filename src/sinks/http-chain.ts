@@ -28,6 +28,12 @@ interface Batch {
   readonly items: SinkItem[];
 }
 
+/**
+ * Batches posted at once, each on its own keep-alive connection: the round trip of one (the
+ * receiver answers once its entries are delivered downstream) no longer caps the link.
+ */
+const MAX_IN_FLIGHT = 4;
+
 /** Statuses worth trying again; any other failure drops the batch. 403 is retried too: see below. */
 const isRetryable = (status: number) => status === 408 || status === 429 || status >= 500 || status === 403;
 
@@ -62,7 +68,7 @@ export const createHttpChainSink: SinkFactory = (plugin, ctx): Sink => {
   const request = tlsOptions ? httpsRequest : httpRequest;
   let agent: HttpAgent | undefined;
 
-  // The batch being filled, then closed batches waiting to be sent (the first may be in flight).
+  // The batch being filled, then closed batches waiting to be sent, and up to MAX_IN_FLIGHT out.
   let building: string[] = [];
   let buildingItems: SinkItem[] = [];
   /** the last attempt failed: a redundant path (fanout = "any") skips this sink meanwhile */
@@ -71,7 +77,7 @@ export const createHttpChainSink: SinkFactory = (plugin, ctx): Sink => {
   let flushTimer: NodeJS.Timeout | undefined;
   const ready: Batch[] = [];
   let readyEntries = 0;
-  let inFlight = false;
+  let inFlight = 0;
   let retryTimer: NodeJS.Timeout | undefined;
   let outageLogged = false;
   let closing = false;
@@ -93,8 +99,7 @@ export const createHttpChainSink: SinkFactory = (plugin, ctx): Sink => {
   };
 
   const done = (batch: Batch) => {
-    inFlight = false;
-    ready.shift();
+    inFlight--;
     readyEntries -= batch.count;
     settleAll(batch.items);
     waiters.wake(closing);
@@ -102,7 +107,9 @@ export const createHttpChainSink: SinkFactory = (plugin, ctx): Sink => {
   };
 
   const retry = (batch: Batch, reason: string, atLeastMs = 0) => {
-    inFlight = false;
+    inFlight--;
+    // first in line again; the others out meanwhile come back the same way if they fail too
+    ready.unshift(batch);
     failing = true;
     counters.reconnects++;
     const fields = { remote: `${cfg.host}:${cfg.port}`, error: reason, held: held() };
@@ -113,20 +120,23 @@ export const createHttpChainSink: SinkFactory = (plugin, ctx): Sink => {
     } else {
       log.debug(fields, 'Chain batch attempt failed');
     }
+    if (retryTimer) return;
     const delay = Math.max(backoff.next(), Math.min(atLeastMs, cfg.backoff_max_ms));
     retryTimer = setTimeout(() => {
       retryTimer = undefined;
-      if (ready[0] === batch) send();
+      send();
     }, delay);
   };
 
   const send = () => {
-    if (inFlight || retryTimer || ready.length === 0 || ctx.checkOnly) return;
-    const batch = ready[0]!;
-    inFlight = true;
+    while (inFlight < MAX_IN_FLIGHT && !retryTimer && ready.length > 0 && !ctx.checkOnly) post(ready.shift()!);
+  };
+
+  const post = (batch: Batch) => {
+    inFlight++;
     agent ??= tlsOptions
-      ? new HttpsAgent({ ...tlsOptions, keepAlive: true, maxSockets: 1, timeout: 30_000 })
-      : new HttpAgent({ keepAlive: true, maxSockets: 1, timeout: 30_000 });
+      ? new HttpsAgent({ ...tlsOptions, keepAlive: true, maxSockets: MAX_IN_FLIGHT, timeout: 30_000 })
+      : new HttpAgent({ keepAlive: true, maxSockets: MAX_IN_FLIGHT, timeout: 30_000 });
     let settled = false;
     const settle = (fn: () => void) => {
       if (settled) return;
@@ -193,7 +203,7 @@ export const createHttpChainSink: SinkFactory = (plugin, ctx): Sink => {
       }
       // an idle link sends at once (latency); while a request is out, the batch fills until its
       // count, bytes or flush_interval_ms
-      if (building.length > 0 && !inFlight && !retryTimer && ready.length === 0) closeBatch();
+      if (building.length > 0 && inFlight < MAX_IN_FLIGHT && !retryTimer && ready.length === 0) closeBatch();
       else if (building.length > 0 && !flushTimer) flushTimer = setTimeout(closeBatch, cfg.flush_interval_ms);
       return waiters.whenRoom(closing);
     },
