@@ -20,6 +20,7 @@ import { makePki, type Pki } from '../test/helpers/pki.js';
 import { latestStatus } from '../test/helpers/status.js';
 import { writeInput } from './input.js';
 import { childPids, peakRss } from './proc.js';
+import { type ForwardResult, rsyslogForward } from './rsyslog.js';
 import { markdownTable, pct, runIfMain } from './report.js';
 
 const LINES = Number(process.env.BENCH_LINES ?? 1_000_000);
@@ -154,10 +155,13 @@ async function latency(s: Scenario, pki: Pki | undefined, dir: ReturnType<typeof
 export async function main(): Promise<Result[]> {
   const dir = tempDir('logrelay-bench-chain-');
   const results: Result[] = [];
+  let anchor: ForwardResult;
   try {
     const pki = makePki(`${dir.path}/pki`, ['relay', 'edge']);
     const input = `${dir.path}/input.log`;
     writeInput(input, LINES, LINE_BYTES);
+    anchor = await rsyslogForward(dir.path, input, LINES, THROUGHPUT_DEADLINE_MS);
+    process.stderr.write('rsyslog anchor: done\n');
     for (const [n, s] of SCENARIOS.entries()) {
       const { eps, rss } = await throughput(s, pki, dir, input, n);
       const d = await latency(s, pki, dir);
@@ -171,6 +175,25 @@ export async function main(): Promise<Result[]> {
   const rows = results.map((r) => [r.title, Math.round(r.entriesPerSec).toLocaleString('en-US'), (r.receiverRss / 1048576).toFixed(1), r.p50.toFixed(2), r.p99.toFixed(2), r.max.toFixed(2)]);
   console.log(`Chain links: ${LINES.toLocaleString('en-US')} entries of ${LINE_BYTES} bytes (file → chain sink → chain source → null, two nodes); latency at ${LATENCY_RATE} entries/s (stdin → chain sink → chain source → stdout)`);
   console.log(markdownTable(head, rows, true));
+  const tcp = results.find((r) => r.title === 'tcp_chain')!;
+  const tls = results.find((r) => r.title === 'tcp_chain + mutual TLS')!;
+  const http = results.find((r) => r.title.startsWith('http_chain'))!;
+  console.log(
+    markdownTable(
+      ['anchor (same input, same run)', 'entries/s', 'peak RSS MiB', 'tcp_chain / anchor', 'mTLS tcp_chain / anchor', 'http_chain / tcp_chain'],
+      [
+        [
+          'rsyslog imfile → omfwd TCP → counter',
+          Math.round(anchor.entriesPerSec).toLocaleString('en-US'),
+          (anchor.peakRss / 1048576).toFixed(1),
+          (tcp.entriesPerSec / anchor.entriesPerSec).toFixed(2),
+          (tls.entriesPerSec / anchor.entriesPerSec).toFixed(2),
+          (http.entriesPerSec / tcp.entriesPerSec).toFixed(2),
+        ],
+      ],
+      true,
+    ),
+  );
   return results;
 }
 

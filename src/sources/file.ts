@@ -217,6 +217,12 @@ interface Tail {
   grewAt: number;
 }
 
+/** A position a file is resumed from, and where to start instead when the file is not the one it names. */
+interface Resumed {
+  readonly pos: FilePosition;
+  readonly otherwise: (size: number) => number;
+}
+
 function statPath(path: string): Promise<{ ino: number; dev: number; size: number; birthtimeMs: number } | undefined> {
   return new Promise((resolve) =>
     statCb(path, (err, st) => resolve(err ? undefined : { ino: st.ino, dev: st.dev, size: st.size, birthtimeMs: st.birthtimeMs })),
@@ -384,13 +390,7 @@ export const createFileSource: SourceFactory = (plugin, ctx): Source => {
    * `resumed`: the position `offset` comes from; a file whose content does not match it (the
    * inode was used again) is another file, read from `otherwise` (or not taken when rotated).
    */
-  const openTail = async (
-    path: string,
-    inode: number,
-    offset: number,
-    rotatedFrom?: string,
-    resumed?: { readonly pos: FilePosition; readonly otherwise: (size: number) => number },
-  ): Promise<Tail | undefined> => {
+  const openTail = async (path: string, inode: number, offset: number, rotatedFrom?: string, resumed?: Resumed): Promise<Tail | undefined> => {
     let fh: FileHandle;
     try {
       fh = await open(path, 'r');
@@ -411,14 +411,7 @@ export const createFileSource: SourceFactory = (plugin, ctx): Source => {
     }
   };
 
-  const tailOpened = async (
-    fh: FileHandle,
-    path: string,
-    inode: number,
-    offset: number,
-    rotatedFrom?: string,
-    resumed?: { readonly pos: FilePosition; readonly otherwise: (size: number) => number },
-  ): Promise<Tail | undefined> => {
+  const tailOpened = async (fh: FileHandle, path: string, inode: number, offset: number, rotatedFrom?: string, resumed?: Resumed): Promise<Tail | undefined> => {
     const st = await fh.stat();
     let truncations = 0;
     if (resumed && st.ino === inode) {
