@@ -1,10 +1,12 @@
-// Bare-Node baseline: read the file in large chunks, split it into lines, write the lines out.
-// Usage: node dist/bench/baseline.js <input> <output>; prints {"ms":…,"lines":…,"peak_rss":…}.
+// Bare-Node baseline: read the file in large chunks, split it into lines, write the lines out;
+// with `json`, each line as an NDJSON object made by JSON.stringify ({time, source, message}).
+// Usage: node dist/bench/baseline.js <input> <output> [json]; prints {"ms":…,"lines":…,"peak_rss":…}.
 
 import { closeSync, openSync, readSync, writeSync } from 'node:fs';
 import { peakRss } from './proc.js';
 
-const [input, output] = process.argv.slice(2);
+const [input, output, mode] = process.argv.slice(2);
+const json = mode === 'json';
 if (!input || !output) throw new Error('usage: baseline <input> <output>');
 const CHUNK = 256 * 1024;
 
@@ -20,7 +22,12 @@ for (;;) {
   const parts = (rest + buf.toString('utf8', 0, n)).split('\n');
   rest = parts.pop() ?? '';
   lines += parts.length;
-  writeSync(outFd, `${parts.join('\n')}\n`);
+  if (json) {
+    const time = new Date().toISOString();
+    let out = '';
+    for (const message of parts) out += `${JSON.stringify({ time, source: 'input.log', message })}\n`;
+    writeSync(outFd, out);
+  } else writeSync(outFd, `${parts.join('\n')}\n`);
 }
 closeSync(inFd);
 closeSync(outFd);

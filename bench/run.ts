@@ -9,7 +9,7 @@
 // has the input's size. The status report's counters then confirm that every entry arrived.
 
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -32,12 +32,15 @@ interface Scenario {
   readonly title: string;
   readonly format: Format;
   readonly sink: SinkKind;
+  /** pipelines side by side, each on its own copy of the input (one worker each) */
+  readonly pipelines?: 2;
 }
 
 const SCENARIOS: readonly Scenario[] = [
   { title: 'file → raw → null', format: 'raw', sink: 'null' },
   { title: 'file → json → null', format: 'json', sink: 'null' },
   { title: 'file → raw → file', format: 'raw', sink: 'file' },
+  { title: 'two pipelines: file → raw → null, each', format: 'raw', sink: 'null', pipelines: 2 },
 ];
 
 interface Result {
@@ -60,11 +63,10 @@ async function until<T>(check: () => T, what: string, timeoutMs: number, everyMs
   }
 }
 
-function configToml(watch: string, format: Format, sink: SinkKind, outDir: string): string {
+function pipelineToml(name: string, watch: string, format: Format, sink: SinkKind, outDir: string): string {
   const sinkTable = sink === 'null' ? sinkToml('out', 'null') : fileSinkToml('out', outDir, 'max_size_mb = 10000\non_full = "block"');
-  return `status_interval_ms = 1000
-[[pipelines]]
-name = "bench"
+  return `[[pipelines]]
+name = "${name}"
 [pipelines.flow.format]
 type = "${format}"
 ${fileSourceToml('in', watch, 'from = "start"\ncheck_interval_ms = 10')}${sinkTable}`;
@@ -109,67 +111,78 @@ function dirBytes(dir: string): number {
   return total;
 }
 
-async function runScenario(sc: Scenario, input: string, inputBytes: number, work: string): Promise<Result> {
+async function runScenario(sc: Scenario, inputs: readonly string[], inputBytes: number, work: string): Promise<Result> {
   const dir = mkdtempSync(join(work, 'scenario-'));
-  const watch = join(dir, 'in');
+  const names = sc.pipelines === 2 ? ['bench', 'bench2'] : ['bench'];
+  const watches = names.map((n) => join(dir, `in-${n}`));
   const outDir = join(dir, 'out');
-  mkdirSync(watch);
+  for (const w of watches) mkdirSync(w);
   const configPath = join(dir, 'bench.toml');
-  writeFileSync(configPath, configToml(watch, sc.format, sc.sink, outDir));
+  writeFileSync(configPath, `status_interval_ms = 1000\n${names.map((n, i) => pipelineToml(n, watches[i]!, sc.format, sc.sink, outDir)).join('\n')}`);
   const node = startNode(configPath);
-  const watched = join(watch, 'input.log');
-  let moved = false;
+  const moved: [string, string][] = [];
   try {
-    await until(() => node.records.some((r) => r.msg === 'Starting pipeline'), 'pipeline started', 20_000);
-    const worker = await until(() => childPids(node.child.pid!)[0], 'worker pid', 10_000);
-    // the source has started once it reports its counters
-    await until(() => node.records.some((r) => r.pipeline === 'bench' && 'sources.in.total_entries' in r), 'first status report', 10_000);
-    const base = bytesRead(worker);
+    await until(() => node.records.filter((r) => r.msg === 'Starting pipeline').length === names.length, 'pipelines started', 20_000);
+    const workers = await until(() => (childPids(node.child.pid!).length === names.length ? childPids(node.child.pid!) : undefined), 'worker pids', 10_000);
+    // the sources have started once they report their counters
+    for (const n of names) await until(() => node.records.some((r) => r.pipeline === n && 'sources.in.total_entries' in r), 'first status report', 10_000);
+    const base = workers.map(bytesRead);
     const t0 = performance.now();
-    renameSync(input, watched);
-    moved = true;
-    const done = sc.sink === 'null' ? () => bytesRead(worker) - base >= inputBytes : () => dirBytes(outDir) >= inputBytes;
+    for (const [i, w] of watches.entries()) {
+      const to = join(w, 'input.log');
+      renameSync(inputs[i]!, to);
+      moved.push([to, inputs[i]!]);
+    }
+    const done = sc.sink === 'null' ? () => workers.every((w, i) => bytesRead(w) - base[i]! >= inputBytes) : () => dirBytes(outDir) >= inputBytes;
     await until(done, `${sc.title}: all input delivered`, SCENARIO_DEADLINE_MS, 2);
     const ms = performance.now() - t0;
-    const rss = peakRss(worker);
-    const report = await until(
-      () => node.records.findLast((r) => r.pipeline === 'bench' && (r['sinks.out.total_processed'] as number) >= LINES),
-      `${sc.title}: counters show every entry`,
-      15_000,
-      50,
-    );
-    const dropped = (report['total_dropped_by_sink'] as number) + (report['sources.in.dropped_entries'] as number);
-    const note = `processed ${report['sinks.out.total_processed']}, dropped ${dropped}`;
-    return { title: sc.title, entries: report['sinks.out.total_processed'] as number, ms, peakRss: rss, note };
+    const rss = Math.max(...workers.map(peakRss));
+    let entries = 0;
+    let dropped = 0;
+    for (const n of names) {
+      const report = await until(
+        () => node.records.findLast((r) => r.pipeline === n && (r['sinks.out.total_processed'] as number) >= LINES),
+        `${sc.title}: counters show every entry`,
+        15_000,
+        50,
+      );
+      entries += report['sinks.out.total_processed'] as number;
+      dropped += (report['total_dropped_by_sink'] as number) + (report['sources.in.dropped_entries'] as number);
+    }
+    const note = `processed ${entries}, dropped ${dropped}`;
+    return { title: sc.title, entries, ms, peakRss: rss, note };
   } finally {
     await stopNode(node);
-    if (moved) renameSync(watched, input);
+    for (const [from, to] of moved) renameSync(from, to);
     rmSync(dir, { recursive: true, force: true });
   }
 }
 
-function runBaseline(input: string, output: string): Result {
-  const r = spawnSync(process.execPath, [fileURLToPath(new URL('./baseline.js', import.meta.url)), input, output], {
+function runBaseline(input: string, output: string, json = false): Result {
+  const r = spawnSync(process.execPath, [fileURLToPath(new URL('./baseline.js', import.meta.url)), input, output, ...(json ? ['json'] : [])], {
     encoding: 'utf8',
     timeout: SCENARIO_DEADLINE_MS,
   });
   if (r.status !== 0) throw new Error(`baseline failed: ${r.stderr}`);
   const out = JSON.parse(r.stdout) as { ms: number; lines: number; peak_rss: number };
-  return { title: `bare Node → ${output === '/dev/null' ? '/dev/null' : 'file'}`, entries: out.lines, ms: out.ms, peakRss: out.peak_rss, note: 'read, split, write' };
+  const to = output === '/dev/null' ? '/dev/null' : 'file';
+  return json
+    ? { title: `bare Node JSON.stringify NDJSON → ${to}`, entries: out.lines, ms: out.ms, peakRss: out.peak_rss, note: 'read, split, JSON.stringify, write' }
+    : { title: `bare Node → ${to}`, entries: out.lines, ms: out.ms, peakRss: out.peak_rss, note: 'read, split, write' };
 }
 
-function table(results: readonly Result[], inputBytes: number, baseNull: Result, baseFile: Result): string {
+function table(results: readonly Result[], inputBytes: number, baseNull: Result, baseFile: Result, baseJson: Result): string {
   const head = ['scenario', 'entries', 'seconds', 'entries/s', 'MiB/s', 'peak RSS MiB', 'vs bare Node', 'note'];
   const rows = results.map((r) => {
     const rate = r.entries / (r.ms / 1000);
-    const base = r.title.endsWith('file') ? baseFile : baseNull;
+    const base = r.title.endsWith('file') ? baseFile : r.title.includes('json') ? baseJson : baseNull;
     const baseRate = base.entries / (base.ms / 1000);
     return [
       r.title,
       String(r.entries),
       (r.ms / 1000).toFixed(2),
       Math.round(rate).toLocaleString('en-US'),
-      (inputBytes / MiB / (r.ms / 1000)).toFixed(1),
+      (((inputBytes / LINES) * r.entries) / MiB / (r.ms / 1000)).toFixed(1),
       (r.peakRss / MiB).toFixed(1),
       r === base ? '100 %' : `${((rate / baseRate) * 100).toFixed(0)} % of ${base.title}`,
       r.note,
@@ -190,17 +203,23 @@ async function main(): Promise<void> {
     const baseNull = runBaseline(input, '/dev/null');
     const baseFile = runBaseline(input, join(work, 'baseline-out.log'));
     rmSync(join(work, 'baseline-out.log'), { force: true });
-    const results: Result[] = [baseNull, baseFile];
+    const baseJson = runBaseline(input, '/dev/null', true);
+    const second = join(work, 'input-2.log');
+    copyFileSync(input, second);
+    const results: Result[] = [baseNull, baseFile, baseJson];
     for (const sc of SCENARIOS) {
       process.stderr.write(`running ${sc.title} …\n`);
       try {
-        results.push(await runScenario(sc, input, inputBytes, work));
+        results.push(await runScenario(sc, [input, second], inputBytes, work));
       } catch (err) {
         process.stderr.write(`${sc.title}: ${(err as Error).message}\n`);
         results.push({ title: sc.title, entries: 0, ms: Number.POSITIVE_INFINITY, peakRss: 0, note: `failed: ${(err as Error).message}` });
       }
     }
-    process.stdout.write(`\n${table(results, inputBytes, baseNull, baseFile)}\n\nnode ${process.version}, ${LINES} lines of ${LINE_BYTES} bytes\n`);
+    const one = results.find((r) => r.title === 'file → raw → null');
+    const two = results.find((r) => r.title.startsWith('two pipelines'));
+    const scaling = one && two ? `two pipelines on two workers: ${(two.entries / two.ms / (one.entries / one.ms)).toFixed(2)} × one pipeline's entries/s\n` : '';
+    process.stdout.write(`\n${table(results, inputBytes, baseNull, baseFile, baseJson)}\n\n${scaling}\n\nnode ${process.version}, ${LINES} lines of ${LINE_BYTES} bytes\n`);
   } finally {
     rmSync(work, { recursive: true, force: true });
   }
