@@ -80,9 +80,9 @@ export const createTcpChainSource: SourceFactory = (plugin, ctx): Source => {
   const scheduleAck = (link: Link) => {
     if (link.ackScheduled) return;
     link.ackScheduled = true;
-    // Acks follow the read that produced them (well inside the 100 ms the contract allows),
-    // coalesced per turn of the event loop so a burst of reads costs one small write.
-    setImmediate(sendAck, link);
+    // Acks go out as soon as the entries are done (the sender's window waits on them), coalesced
+    // over the task that completed them (a sink write settles hundreds at once) into one small write.
+    queueMicrotask(() => sendAck(link));
   };
 
   const refuse = (link: Link, reason: string) => {
