@@ -29,12 +29,19 @@ export interface NetSinkConfig {
 }
 
 export const NET_SINK_FIELDS: Fields = {
-  host: { t: 'string', def: '0.0.0.0', nonEmpty: true },
-  port: PORT,
+  host: { t: 'string', def: '0.0.0.0', nonEmpty: true, doc: 'address to listen on' },
+  port: { ...PORT, doc: 'port to listen on' },
   ...SINK_QUEUE_FIELDS,
-  client_buffer_size: { t: 'number', def: 256, int: true, min: 1 },
-  max_connections: { t: 'number', def: 0, int: true, min: 0 },
-  write_timeout_ms: { t: 'number', def: 5000, int: true, min: 0 },
+  client_buffer_size: {
+    t: 'number',
+    def: 256,
+    int: true,
+    min: 1,
+    unit: 'entries',
+    doc: "bound of each client's own queue; what a burst puts beyond it is dropped for that client (`dropped_writes`)",
+  },
+  max_connections: { t: 'number', def: 0, int: true, min: 0, unit: 'clients', doc: 'clients beyond this are refused at once; 0 = unlimited' },
+  write_timeout_ms: { t: 'number', def: 5000, int: true, min: 0, doc: 'a client that cannot take a write this long is disconnected' },
   ...TLS_FIELDS,
   ...AUTH_FIELDS,
 };

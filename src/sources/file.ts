@@ -10,6 +10,7 @@ import type { Entry } from '../core/entry.js';
 import { parseLine } from '../core/entry.js';
 import { errorMessage, PluginError } from '../core/errors.js';
 import { pluginConfig } from '../core/plugin-config.js';
+import type { PluginSpec } from '../config/spec.js';
 import type { FilePosition, Source, SourceFactory, SourcePositions } from './types.js';
 
 /** Tail polling period, ms (fixed by the contract). */
@@ -195,15 +196,26 @@ export function fileGlob(pattern: string): string {
     .join('');
 }
 
+export const FILE_SOURCE: PluginSpec = {
+  doc: 'tails the files of one directory that match a pattern, following rotation and truncation',
+  fields: {
+    directory: { t: 'string', required: true, nonEmpty: true, doc: 'directory whose files are read (not recursive); may appear after the start' },
+    pattern: { t: 'string', def: '*', nonEmpty: true, doc: 'file name pattern: `*` and `?` only, dot files excluded' },
+    from: {
+      t: 'string',
+      def: 'end',
+      oneOf: ['end', 'start'],
+      doc: 'where files present at start are read from (files that appear later are read whole)',
+      values: { end: 'only lines written after the start', start: 'the whole file' },
+    },
+    check_interval_ms: { t: 'number', def: 1000, int: true, min: 10, doc: 'how soon a new file (or the directory) is noticed; tailing polls every 100 ms regardless' },
+    raw: { t: 'boolean', def: false, doc: 'take every line as plain text, never parse JSON lines' },
+    max_line_bytes: { t: 'number', def: 1048576, int: true, min: 1, doc: 'longer lines are cut and counted in `truncated_lines`' },
+  },
+};
+
 export const createFileSource: SourceFactory = (plugin, ctx): Source => {
-  const cfg = pluginConfig<FileSourceConfig>('source', plugin, {
-    directory: { t: 'string', required: true, nonEmpty: true },
-    pattern: { t: 'string', def: '*', nonEmpty: true },
-    from: { t: 'string', def: 'end', oneOf: ['end', 'start'] },
-    check_interval_ms: { t: 'number', def: 1000, int: true, min: 10 },
-    raw: { t: 'boolean', def: false },
-    max_line_bytes: { t: 'number', def: 1048576, int: true, min: 1 },
-  });
+  const cfg = pluginConfig<FileSourceConfig>('source', plugin, FILE_SOURCE.fields);
   if (cfg.pattern.includes('/')) throw new PluginError('source', plugin.id, 'pattern', 'must not contain "/" (the source is not recursive)');
   const glob = fileGlob(cfg.pattern);
   const counters = {
