@@ -192,6 +192,17 @@ export function arrayPaths(fields: Fields, prefix = ''): Set<string> {
   return out;
 }
 
+/**
+ * Why an override's value (from a flag or the environment, already parsed) does not fit the key
+ * at `path`: the schema's reason, or undefined when it fits. Overrides are checked here, before
+ * they meet the file, so their faults can name where they came from.
+ */
+export function overrideFault(spec: Spec, value: unknown, path: string): string | undefined {
+  const faults: Faults = [];
+  check(spec, value, path, faults);
+  return faults[0]?.message.slice(path.length + 2);
+}
+
 /** Parses a string (from a flag or the environment) into the type the spec wants. */
 export function parseScalar(spec: Spec, raw: string): string | number | boolean {
   if (spec.t === 'boolean') {
