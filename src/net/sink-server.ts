@@ -6,7 +6,6 @@ import type { Server, Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import type { Fields } from '../config/spec.js';
 import type { Counters } from '../core/counters.js';
-import { errorMessage, PluginError } from '../core/errors.js';
 import { PORT, SINK_QUEUE_FIELDS } from '../core/plugin-config.js';
 import type { OnFull } from '../sinks/types.js';
 import { ClientQueue, type FrameWriter } from './client-queue.js';
@@ -78,7 +77,7 @@ export function openListener(server: Server, opts: SinkListenerOptions): Promise
   });
   server.on(opts.tls ? 'secureConnection' : 'connection', opts.onAccept);
   if (opts.tls) countHandshakeErrors(server, opts.counters);
-  return listen(server, opts.id, opts.host, opts.port);
+  return bind(server, 'sink', opts.id, opts.host, opts.port);
 }
 
 /**
@@ -132,13 +131,6 @@ export async function closeClients<W extends FrameWriter>(
   );
   for (const socket of sockets) socket.destroy();
   await settleBy([stopped], deadline);
-}
-
-/** Binds `server` (through the cluster primary in a worker); a failure names the sink and port. */
-export function listen(server: Server, id: string, host: string, port: number): Promise<void> {
-  return bind(server, host, port).catch((err: unknown) => {
-    throw new PluginError('sink', id, 'port', `cannot listen on ${host}:${port}: ${errorMessage(err)}`);
-  });
 }
 
 /** Authorises an accepted socket: TLS sockets through `authorize`, plain ones always pass. */

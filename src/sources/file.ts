@@ -179,6 +179,11 @@ function statPath(path: string): Promise<{ ino: number; size: number; birthtimeM
   );
 }
 
+/** Whether `path` is a directory (following a symlink); false when it is missing or unreadable. */
+function isDirectory(path: string): Promise<boolean> {
+  return new Promise((resolve) => statCb(path, (err, st) => resolve(!err && st.isDirectory())));
+}
+
 /** The inode of the regular file at `path` itself (a symlink is not followed). */
 function fileInode(path: string): Promise<number | undefined> {
   return new Promise((resolve) => lstatCb(path, (err, st) => resolve(err || !st.isFile() ? undefined : st.ino)));
@@ -236,6 +241,8 @@ export const createFileSource: SourceFactory = (plugin, ctx): Source => {
   const buf = Buffer.allocUnsafe(READ_CHUNK);
   let resumeFrom: SourcePositions = {};
   let firstScan = true;
+  /** the directory was missing at the last discovery: warned once, not again until it appeared */
+  let directoryMissing = false;
   /** when this source's run began, in this worker or a predecessor (see Source.start) */
   let since = Number.POSITIVE_INFINITY;
   let running = false;
@@ -430,6 +437,14 @@ export const createFileSource: SourceFactory = (plugin, ctx): Source => {
     } catch (err) {
       ctx.log.warn({ error: errorMessage(err) }, 'File discovery failed');
       return;
+    }
+    // fast-glob finds nothing in a missing directory; say so once, and keep looking for it
+    if (paths.length === 0 && !(await isDirectory(cfg.directory))) {
+      if (!directoryMissing) ctx.log.warn({ directory: cfg.directory }, 'Directory does not exist, watching for it');
+      directoryMissing = true;
+    } else if (directoryMissing) {
+      directoryMissing = false;
+      ctx.log.info({ directory: cfg.directory }, 'Directory appeared');
     }
     const found: [string, { ino: number; size: number; birthtimeMs: number }][] = [];
     for (const path of paths.sort()) {

@@ -238,7 +238,7 @@ export const createHttpChainSource: SourceFactory = (plugin, ctx): Source => {
       srv.requestTimeout = cfg.read_timeout_ms;
       srv.headersTimeout = cfg.read_timeout_ms === 0 ? 60_000 : Math.min(60_000, cfg.read_timeout_ms);
       srv.keepAliveTimeout = 65_000;
-      await bind(srv, cfg.host, cfg.port);
+      await bind(srv, 'source', plugin.id, cfg.host, cfg.port);
       server = srv;
     },
     start() {

@@ -201,7 +201,7 @@ export const createTcpChainSource: SourceFactory = (plugin, ctx): Source => {
         ? createTlsServer(tlsOptions, (s) => accept(s, true))
         : createNetServer({ pauseOnConnect: true }, (s) => accept(s, false));
       if (tlsOptions) countHandshakeErrors(srv, counters);
-      await bind(srv, cfg.host, cfg.port);
+      await bind(srv, 'source', plugin.id, cfg.host, cfg.port);
       server = srv;
     },
     start() {
