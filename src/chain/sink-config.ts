@@ -1,7 +1,7 @@
 // Keys every chain sink shares (DESIGN.md §7): where to dial, who we are, how to back off.
 
 import type { PluginConfig } from '../config/schema.js';
-import type { Fields } from '../config/spec.js';
+import type { Fields, PluginSpec } from '../config/spec.js';
 import { Backoff } from '../core/backoff.js';
 import { PluginError } from '../core/errors.js';
 import { PORT, pluginConfig, SINK_QUEUE_FIELDS } from '../core/plugin-config.js';
@@ -36,9 +36,13 @@ export function chainSinkFields(own: Fields): Fields {
   return { ...CHAIN_SINK_FIELDS, ...own };
 }
 
-/** Validates a chain sink's config table against its type's fields (from chainSinkFields). */
-export function chainSinkConfig<T extends ChainSinkConfig>(plugin: PluginConfig, fields: Fields): T {
-  const cfg = pluginConfig<T>('sink', plugin, fields);
+/**
+ * Validates a chain sink's config table against its type's spec (fields from chainSinkFields).
+ * It takes the whole spec, not the type's own fields, so a caller written for the older
+ * `(plugin, ownFields)` form fails to compile instead of losing the shared keys.
+ */
+export function chainSinkConfig<T extends ChainSinkConfig>(plugin: PluginConfig, spec: PluginSpec): T {
+  const cfg = pluginConfig<T>('sink', plugin, spec.fields);
   if (cfg.backoff_max_ms < cfg.backoff_min_ms) {
     throw new PluginError('sink', plugin.id, 'backoff_max_ms', `must be >= backoff_min_ms (${cfg.backoff_min_ms}), got ${cfg.backoff_max_ms}`);
   }

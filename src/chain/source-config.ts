@@ -1,7 +1,7 @@
 // Keys every chain source shares (DESIGN.md §7): where to listen, how big a batch, TLS and auth.
 
 import type { PluginConfig } from '../config/schema.js';
-import type { Fields } from '../config/spec.js';
+import type { Fields, PluginSpec } from '../config/spec.js';
 import { PORT, pluginConfig } from '../core/plugin-config.js';
 import { AUTH_FIELDS, type AuthConfig, TLS_FIELDS, type TlsConfig } from '../net/tls.js';
 
@@ -36,7 +36,7 @@ export function chainSourceFields(own: Fields): Fields {
   };
 }
 
-/** Validates a chain source's config table against its type's fields (from chainSourceFields). */
-export function chainSourceConfig<T extends ChainSourceConfig>(plugin: PluginConfig, fields: Fields): T {
-  return pluginConfig<T>('source', plugin, fields);
+/** Validates a chain source's config table against its type's spec (fields from chainSourceFields); see chainSinkConfig. */
+export function chainSourceConfig<T extends ChainSourceConfig>(plugin: PluginConfig, spec: PluginSpec): T {
+  return pluginConfig<T>('source', plugin, spec.fields);
 }

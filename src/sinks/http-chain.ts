@@ -51,7 +51,7 @@ export const HTTP_CHAIN_SINK: PluginSpec = {
 };
 
 export const createHttpChainSink: SinkFactory = (plugin, ctx): Sink => {
-  const cfg = chainSinkConfig<HttpChainSinkConfig>(plugin, HTTP_CHAIN_SINK.fields);
+  const cfg = chainSinkConfig<HttpChainSinkConfig>(plugin, HTTP_CHAIN_SINK);
   const tlsOptions = clientTlsOptions('sink', plugin.id, cfg.tls, cfg.host);
   const node = cfg.node ?? defaultNode();
   const backoff = chainBackoff(cfg);

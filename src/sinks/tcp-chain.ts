@@ -28,7 +28,7 @@ export const TCP_CHAIN_SINK: PluginSpec = {
 };
 
 export const createTcpChainSink: SinkFactory = (plugin, ctx): Sink => {
-  const cfg = chainSinkConfig<TcpChainSinkConfig>(plugin, TCP_CHAIN_SINK.fields);
+  const cfg = chainSinkConfig<TcpChainSinkConfig>(plugin, TCP_CHAIN_SINK);
   const tlsOptions: ConnectionOptions | undefined = clientTlsOptions('sink', plugin.id, cfg.tls, cfg.host);
   const node = cfg.node ?? defaultNode();
   const hello = helloLine(node);

@@ -52,7 +52,7 @@ export const HTTP_CHAIN_SOURCE: PluginSpec = {
 };
 
 export const createHttpChainSource: SourceFactory = (plugin, ctx): Source => {
-  const cfg = chainSourceConfig<HttpChainSourceConfig>(plugin, HTTP_CHAIN_SOURCE.fields);
+  const cfg = chainSourceConfig<HttpChainSourceConfig>(plugin, HTTP_CHAIN_SOURCE);
   const counters = {
     total_entries: 0,
     dropped_entries: 0,

@@ -48,7 +48,7 @@ export const TCP_CHAIN_SOURCE: PluginSpec = {
 };
 
 export const createTcpChainSource: SourceFactory = (plugin, ctx): Source => {
-  const cfg = chainSourceConfig<TcpChainSourceConfig>(plugin, TCP_CHAIN_SOURCE.fields);
+  const cfg = chainSourceConfig<TcpChainSourceConfig>(plugin, TCP_CHAIN_SOURCE);
   const counters = {
     total_entries: 0,
     dropped_entries: 0,
