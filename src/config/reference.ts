@@ -15,7 +15,7 @@ export interface KeyRow {
 
 /** A TOML table (or a plugin type) with its keys, nested tables flattened into dotted keys. */
 export interface Section {
-  /** how the file spells it: `[logging]`, `[[pipelines]]`, or the plugin type */
+  /** how the heading names it: `top level`, `[[pipelines]]` as the file spells it, or "`http` sink" */
   readonly title: string;
   /** dotted prefix of its keys: `""`, `pipelines.flow.filters`, `sinks.http` */
   readonly path: string;
@@ -57,7 +57,7 @@ function pluginSections(kind: 'sources' | 'sinks', specs: Readonly<Record<string
     .sort(([a], [b]) => a.localeCompare(b))
     .map(([type, spec]) => {
       const out: Section[] = [];
-      tableSection(type, `${kind}.${type}`, spec.doc, spec.fields, out);
+      tableSection(`\`${type}\` ${kind === 'sources' ? 'source' : 'sink'}`, `${kind}.${type}`, spec.doc, spec.fields, out);
       return out[0]!;
     });
 }
@@ -226,7 +226,7 @@ export function explainKey(key: string, ref: Reference = buildReference()): stri
   if (!want) return undefined;
   const all = sections(ref);
   const section = all.find((s) => s.path === want);
-  if (section) return [`${section.path} (${section.title}): ${section.doc ?? ''}`, ...section.rows.map(explainRow)].join('\n\n') + '\n';
+  if (section) return [`${section.path}: ${section.doc ?? ''}`, ...section.rows.map(explainRow)].join('\n\n') + '\n';
   const rows = all.flatMap((s) => s.rows);
   let found = rows.filter((r) => r.path === want || r.path.startsWith(`${want}.`));
   if (found.length === 0) found = rows.filter((r) => r.path.endsWith(`.${want}`));

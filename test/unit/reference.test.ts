@@ -21,8 +21,8 @@ test('every key of the schema and of every plugin type has a one-line doc', (t) 
 
 test('the reference has a section for every source and sink type of the registries, and their keys', (t) => {
   const md = renderConfigurationReference();
-  for (const type of Object.keys(SOURCE_SPECS)) t.true(md.includes(`### ${type}\n`), `source ${type}`);
-  for (const type of Object.keys(SINK_SPECS)) t.true(md.includes(`### ${type}\n`), `sink ${type}`);
+  for (const type of Object.keys(SOURCE_SPECS)) t.true(md.includes(`### \`${type}\` source\n`), `source ${type}`);
+  for (const type of Object.keys(SINK_SPECS)) t.true(md.includes(`### \`${type}\` sink\n`), `sink ${type}`);
   t.regex(md, /\| `directory` \| string \| \*required\* \| {2}\| directory whose files are read/);
   t.regex(md, /\| `heartbeat_interval_ms` \| integer >= 1 \| `15000` \| ms \|/);
   t.regex(md, /\| `tls\.min_version` \| "1\.2" \\\| "1\.3" \| `"1\.3"` \|/);
@@ -47,7 +47,7 @@ test('keys and types added later are picked up without touching the generator', 
   const sources: Record<string, PluginSpec> = { syslog: { doc: 'receives syslog', fields: { ...documented } } };
   const md = renderConfigurationReference(buildReference(config, sources, {}));
   t.regex(md, /\| `node_name` \| string \| {2}\| {2}\| this node's name \|/);
-  t.regex(md, /### syslog\n\nreceives syslog\n/);
+  t.regex(md, /### `syslog` source\n\nreceives syslog\n/);
   t.regex(md, /\| `port` \| number \| `1` \| {2}\| a port \|/);
 });
 
@@ -55,7 +55,7 @@ test('explain prints one key by its full path, a section, or every key of a name
   t.is(explainKey('sinks.http.port'), 'sinks.http.port\n  type: integer, 1 to 65535\n  default: required\n  port to listen on\n');
   t.regex(explainKey('pipelines[0].flow.format.type') ?? '', /^pipelines\.flow\.format\.type\n.*\n {2}default: "raw"\n {2}the formatter\n {4}"raw": /);
   t.is(explainKey('pipelines.0.flow.format.type'), explainKey('pipelines.flow.format.type'));
-  t.regex(explainKey('sources.file') ?? '', /^sources\.file \(file\): tails the files/);
+  t.regex(explainKey('sources.file') ?? '', /^sources\.file: tails the files/);
   const all = explainKey('buffer_size') ?? '';
   t.regex(all, /sinks\.stdout\.buffer_size\n {2}type: integer >= 1\n {2}default: 1000\n {2}unit: entries\n/);
   t.regex(all, /sources\.tcp_chain\.buffer_size/);
