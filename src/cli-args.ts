@@ -2,11 +2,11 @@
 // overrides, typed by the schema. Faults are usage errors (exit 2).
 
 import { ARRAY_PATHS, SCALAR_PATHS } from './config/load.js';
-import { parseScalar } from './config/spec.js';
+import { overrideFault, parseScalar } from './config/spec.js';
 import { errorMessage, UsageError } from './core/errors.js';
 
 /** Options that belong to the commands themselves, not to the configuration. */
-const COMMAND_OPTIONS = new Set(['c', 'config', 'h', 'help', 'v', 'version', 'ca', 'cert', 'key']);
+const COMMAND_OPTIONS = new Set(['c', 'config', 'h', 'help', 'v', 'version', 'ca', 'cert', 'key', 'explain']);
 
 export interface SplitArgs {
   readonly rest: string[];
@@ -48,11 +48,15 @@ export function splitArgs(argv: readonly string[]): SplitArgs {
       raw = next;
       i++;
     }
+    let value: string | number | boolean;
     try {
-      overrides.set(key, parseScalar(spec, raw));
+      value = parseScalar(spec, raw);
     } catch (err) {
       throw new UsageError(`--${key}: ${errorMessage(err)}`);
     }
+    const fault = overrideFault(spec, value, key);
+    if (fault !== undefined) throw new UsageError(`--${key}: ${fault}`);
+    overrides.set(key, value);
   }
   return { rest, overrides };
 }

@@ -5,6 +5,7 @@ import sade from 'sade';
 import { splitArgs } from './cli-args.js';
 import { checkPipelines } from './check.js';
 import { loadConfig, type Overrides } from './config/load.js';
+import { explainKey } from './config/reference.js';
 import type { Config } from './config/schema.js';
 import { ConfigError, errorMessage, UsageError } from './core/errors.js';
 import { EXIT_CONFIG, runPrimary } from './primary/run.js';
@@ -14,6 +15,36 @@ const EXIT_USAGE = 2;
 const COMMANDS = ['run', 'check', 'tail'];
 
 const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
+
+/** What `--help` says after sade's commands and options. */
+const HELP_MORE = `  Configuration overrides
+    --dotted.key=value    Any scalar key outside arrays, e.g. --logging.level=debug (or --dotted.key value)
+    DOTTED_KEY=value      The same from the environment: upper case, dots as underscores, no prefix,
+                          e.g. LOGGING_LEVEL=debug SHUTDOWN_TIMEOUT_MS=10000
+                          Precedence: command line > environment > file > defaults
+
+  Signals
+    SIGHUP             reload the configuration (the new pipelines are built before the old ones stop)
+    SIGTERM, SIGINT    shut down: stop the sources, drain the queues, close the sinks; a second one exits at once
+
+  Exit codes
+    0 ok, 1 runtime failure or drain cut short, 2 usage error,
+    69 a resource the configuration names is unavailable (a listener's address in use), 78 invalid configuration
+
+  Reference
+    $ logrelay check --explain KEY    one key's type, default, unit and meaning, e.g. sinks.http.port or buffer_size
+    docs/configuration.md (every key), docs/operations.md, docs/counters.md, docs/protocol.md
+
+`;
+
+/** `check --explain KEY`: prints the key's reference (exit 0), or exits 2 when no key matches. */
+function explain(key: unknown): never {
+  if (typeof key !== 'string' || key === '') fail(EXIT_USAGE, '--explain needs a KEY, e.g. --explain sinks.http.port');
+  const text = explainKey(key);
+  if (text === undefined) fail(EXIT_USAGE, `no configuration key ${key} (docs/configuration.md lists them all)`);
+  process.stdout.write(text);
+  process.exit(0);
+}
 
 /** Prints each message as its own `logrelay: …` line on stderr and exits with `code`. */
 function fail(code: number, ...messages: readonly string[]): never {
@@ -63,8 +94,11 @@ function main(argv: string[]): void {
 
   prog
     .command('check', 'Validate the configuration and build every plugin without binding, opening or connecting.')
+    .option('--explain', "Print one configuration key's reference (type, default, unit, meaning) and exit")
     .example('check -c logrelay.toml')
-    .action((opts: { config?: string }) => {
+    .example('check --explain sinks.http.port')
+    .action((opts: { config?: string; explain?: unknown }) => {
+      if (opts.explain !== undefined) explain(opts.explain);
       const file = typeof opts.config === 'string' ? opts.config : undefined;
       if (!file) fail(EXIT_USAGE, 'check needs -c FILE');
       const config = loadOrExit(file, overrides);
@@ -73,7 +107,8 @@ function main(argv: string[]): void {
         for (const e of errors) process.stderr.write(`${e}\n`);
         process.exit(EXIT_CONFIG);
       }
-      process.stdout.write(`configuration ok: ${config.pipelines.length} pipelines\n`);
+      const n = config.pipelines.length;
+      process.stdout.write(`configuration ok: ${n} pipeline${n === 1 ? '' : 's'}\n`);
       process.exit(0);
     });
 
@@ -98,6 +133,9 @@ function main(argv: string[]): void {
   process.exit = ((code?: number) => exit(code === 1 ? EXIT_USAGE : code)) as typeof process.exit;
   try {
     prog.parse(['node', 'logrelay', ...rest]);
+    // sade's own help knows the commands and options; the rest of the manual's first page follows
+    const help = rest.some((a) => a === '--help' || a === '-h');
+    if (help && (first === undefined || first.startsWith('-') || first === 'run')) process.stdout.write(HELP_MORE);
   } catch (err) {
     fail(err instanceof UsageError ? EXIT_USAGE : 1, errorMessage(err));
   } finally {

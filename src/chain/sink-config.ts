@@ -1,7 +1,7 @@
 // Keys every chain sink shares (DESIGN.md §7): where to dial, who we are, how to back off.
 
 import type { PluginConfig } from '../config/schema.js';
-import type { Fields } from '../config/spec.js';
+import type { Fields, PluginSpec } from '../config/spec.js';
 import { Backoff } from '../core/backoff.js';
 import { PluginError } from '../core/errors.js';
 import { PORT, pluginConfig, SINK_QUEUE_FIELDS } from '../core/plugin-config.js';
@@ -21,19 +21,28 @@ export interface ChainSinkConfig {
   readonly tls: TlsConfig;
 }
 
-export const CHAIN_SINK_FIELDS: Fields = {
-  host: { t: 'string', def: '127.0.0.1', nonEmpty: true },
-  port: PORT,
-  node: { t: 'string', nonEmpty: true },
+const CHAIN_SINK_FIELDS: Fields = {
+  host: { t: 'string', def: '127.0.0.1', nonEmpty: true, doc: 'the next node (its chain source) to connect to' },
+  port: { ...PORT, doc: "the next node's chain source port" },
+  node: { t: 'string', nonEmpty: true, doc: 'node name announced to the peer and stamped on entries there; default the host name' },
   ...SINK_QUEUE_FIELDS,
-  backoff_min_ms: { t: 'number', def: 250, int: true, min: 1 },
-  backoff_max_ms: { t: 'number', def: 30000, int: true, min: 1 },
+  backoff_min_ms: { t: 'number', def: 250, int: true, min: 1, doc: 'first reconnect delay; doubles per failure, ±20 % jitter' },
+  backoff_max_ms: { t: 'number', def: 30000, int: true, min: 1, doc: 'longest reconnect delay' },
   ...TLS_FIELDS,
 };
 
-/** Validates a chain sink's config table (with the type's own keys added). */
-export function chainSinkConfig<T extends ChainSinkConfig>(plugin: PluginConfig, own: Fields): T {
-  const cfg = pluginConfig<T>('sink', plugin, { ...CHAIN_SINK_FIELDS, ...own });
+/** A chain sink type's keys: the shared ones (peer, queue, backoff, tls) with the type's own added. */
+export function chainSinkFields(own: Fields): Fields {
+  return { ...CHAIN_SINK_FIELDS, ...own };
+}
+
+/**
+ * Validates a chain sink's config table against its type's spec (fields from chainSinkFields).
+ * It takes the whole spec, not the type's own fields, so a caller written for the older
+ * `(plugin, ownFields)` form fails to compile instead of losing the shared keys.
+ */
+export function chainSinkConfig<T extends ChainSinkConfig>(plugin: PluginConfig, spec: PluginSpec): T {
+  const cfg = pluginConfig<T>('sink', plugin, spec.fields);
   if (cfg.backoff_max_ms < cfg.backoff_min_ms) {
     throw new PluginError('sink', plugin.id, 'backoff_max_ms', `must be >= backoff_min_ms (${cfg.backoff_min_ms}), got ${cfg.backoff_max_ms}`);
   }

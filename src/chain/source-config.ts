@@ -1,7 +1,7 @@
 // Keys every chain source shares (DESIGN.md §7): where to listen, how big a batch, TLS and auth.
 
 import type { PluginConfig } from '../config/schema.js';
-import type { Fields } from '../config/spec.js';
+import type { Fields, PluginSpec } from '../config/spec.js';
 import { PORT, pluginConfig } from '../core/plugin-config.js';
 import { AUTH_FIELDS, type AuthConfig, TLS_FIELDS, type TlsConfig } from '../net/tls.js';
 
@@ -16,15 +16,27 @@ export interface ChainSourceConfig {
 }
 
 /** `buffer_size` of a chain source: most entries per emitted batch, default 1000. */
-export const CHAIN_SOURCE_BUFFER_SIZE = { t: 'number', def: 1000, int: true, min: 1 } as const;
+export const CHAIN_SOURCE_BUFFER_SIZE = {
+  t: 'number',
+  def: 1000,
+  int: true,
+  min: 1,
+  unit: 'entries',
+  doc: 'most entries handed to the pipeline in one batch',
+} as const;
 
-/** Validates a chain source's config table: host and port, the type's own keys, then tls and auth. */
-export function chainSourceConfig<T extends ChainSourceConfig>(plugin: PluginConfig, own: Fields): T {
-  return pluginConfig<T>('source', plugin, {
-    host: { t: 'string', def: '0.0.0.0' },
-    port: PORT,
+/** A chain source type's keys: host and port, the type's own keys, then tls and auth. */
+export function chainSourceFields(own: Fields): Fields {
+  return {
+    host: { t: 'string', def: '0.0.0.0', doc: 'address to listen on' },
+    port: { ...PORT, doc: 'port to listen on' },
     ...own,
     ...TLS_FIELDS,
     ...AUTH_FIELDS,
-  });
+  };
+}
+
+/** Validates a chain source's config table against its type's spec (fields from chainSourceFields); see chainSinkConfig. */
+export function chainSourceConfig<T extends ChainSourceConfig>(plugin: PluginConfig, spec: PluginSpec): T {
+  return pluginConfig<T>('source', plugin, spec.fields);
 }

@@ -5,7 +5,7 @@ import { readFileSync } from 'node:fs';
 import { parse as parseToml } from 'smol-toml';
 import { ConfigError, errorMessage, throwConfigFaults } from '../core/errors.js';
 import { type Config, CONFIG_FIELDS, DEMO_CONFIG } from './schema.js';
-import { arrayPaths, checkFields, isPlainObject, parseScalar, scalarPaths, type Spec } from './spec.js';
+import { arrayPaths, checkFields, isPlainObject, overrideFault, parseScalar, scalarPaths, type Spec } from './spec.js';
 import { validateConfig } from './validate.js';
 
 /** A typed override from the command line: dotted path → value. */
@@ -63,7 +63,10 @@ export function envOverrides(env: NodeJS.ProcessEnv): Map<string, string | numbe
     const raw = env[name];
     if (raw === undefined) continue;
     try {
-      out.set(path, parseScalar(spec, raw));
+      const value = parseScalar(spec, raw);
+      const fault = overrideFault(spec, value, path);
+      if (fault !== undefined) throw new Error(fault);
+      out.set(path, value);
     } catch (err) {
       faults.push(new ConfigError(path, `environment variable ${name}: ${errorMessage(err)}`));
     }

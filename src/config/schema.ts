@@ -86,35 +86,48 @@ export interface Config {
   readonly pipelines: readonly PipelineConfig[];
 }
 
-const plugin = (): Fields => ({
-  id: { t: 'string', nonEmpty: true },
-  type: { t: 'string', required: true },
-  config: { t: 'free' },
+const plugin = (kind: 'source' | 'sink'): Fields => ({
+  id: { t: 'string', nonEmpty: true, doc: `unique within the pipeline; names the ${kind} in logs, counters and errors; default the type` },
+  type: { t: 'string', required: true, doc: `the ${kind} type (see ${kind === 'source' ? 'Sources' : 'Sinks'} below)` },
+  config: { t: 'free', doc: "the type's own keys (see its section below)" },
 });
 
 export const CONFIG_FIELDS: Fields = {
-  node_name: { t: 'string', def: hostname(), nonEmpty: true },
-  data_dir: { t: 'string', def: '' },
-  checkpoint_interval_ms: { t: 'number', def: 1000, int: true, min: 10 },
-  checkpoint_ttl_hours: { t: 'number', def: 168.0, min: 0 },
-  auto_reload: { t: 'boolean', def: false },
-  status_reporter: { t: 'boolean', def: true },
-  status_interval_ms: { t: 'number', def: 30000, int: true, min: 100 },
-  quiet: { t: 'boolean', def: false },
-  shutdown_timeout_ms: { t: 'number', def: 5000, int: true, min: 0 },
+  node_name: { t: 'string', def: hostname(), nonEmpty: true, doc: 'this node\'s name: the default `node` of chain sinks, and part of every entry id' },
+  data_dir: { t: 'string', def: '', doc: 'directory for the lock and the checkpoint (acknowledged file positions, dedup windows); empty: none' },
+  checkpoint_interval_ms: { t: 'number', def: 1000, int: true, min: 10, doc: 'at most one checkpoint write per this period (and one at shutdown)' },
+  checkpoint_ttl_hours: { t: 'number', def: 168.0, min: 0, doc: 'forget checkpointed pipelines whose positions were not reported for this long' },
+  auto_reload: { t: 'boolean', def: false, doc: 'reload when the configuration file changes (SIGHUP reloads regardless)' },
+  status_reporter: { t: 'boolean', def: true, doc: 'log a status report (every counter) at DEBUG every `status_interval_ms`' },
+  status_interval_ms: { t: 'number', def: 30000, int: true, min: 100, doc: 'period of the status report' },
+  quiet: { t: 'boolean', def: false, doc: 'no service log at all; pipeline output still flows' },
+  shutdown_timeout_ms: { t: 'number', def: 5000, int: true, min: 0, doc: 'how long a shutdown or a reload lets the queues drain before abandoning what is left' },
   logging: {
     t: 'table',
+    doc: "the node's own log (pino JSON lines); applied once at start, never on reload",
     fields: {
-      output: { t: 'string', def: 'stderr', oneOf: ['stderr', 'stdout', 'file', 'none'] },
-      level: { t: 'string', def: 'info', oneOf: ['debug', 'info', 'warn', 'error'] },
+      output: {
+        t: 'string',
+        def: 'stderr',
+        oneOf: ['stderr', 'stdout', 'file', 'none'],
+        doc: 'where the service log goes',
+        values: {
+          stderr: 'standard error',
+          stdout: 'standard output (shared with a `stdout` sink)',
+          file: 'rotated files in `logging.file.directory`',
+          none: 'nowhere',
+        },
+      },
+      level: { t: 'string', def: 'info', oneOf: ['debug', 'info', 'warn', 'error'], doc: 'lowest level written' },
       file: {
         t: 'table',
+        doc: 'the service log files when `output = "file"`: `<name>.<n>.log`, rotated by size and pruned',
         fields: {
-          directory: { t: 'string', def: './log', nonEmpty: true },
-          name: { t: 'string', def: 'logrelay', nonEmpty: true },
-          max_size_mb: { t: 'number', def: 100, min: 0.001 },
-          max_total_size_mb: { t: 'number', def: 1000, min: 0.001 },
-          retention_hours: { t: 'number', def: 168.0, min: 0 },
+          directory: { t: 'string', def: './log', nonEmpty: true, doc: 'directory of the log files; created if missing' },
+          name: { t: 'string', def: 'logrelay', nonEmpty: true, doc: 'file name stem: files are `<name>.<n>.log`, the highest n is current' },
+          max_size_mb: { t: 'number', def: 100, min: 0.001, doc: 'rotate the current file at this size' },
+          max_total_size_mb: { t: 'number', def: 1000, min: 0.001, doc: 'delete the oldest rotated files beyond this total' },
+          retention_hours: { t: 'number', def: 168.0, min: 0, doc: 'delete rotated files older than this' },
         },
       },
     },
@@ -122,46 +135,88 @@ export const CONFIG_FIELDS: Fields = {
   pipelines: {
     t: 'tables',
     min: 1,
+    doc: 'one chain of sources → flow → sinks each, run in a worker process of its own',
     fields: {
-      name: { t: 'string', required: true, nonEmpty: true },
-      fanout: { t: 'string', def: 'all', oneOf: ['all', 'any'] },
+      name: { t: 'string', required: true, nonEmpty: true, doc: 'unique; appears in logs and errors as `pipeline=<name>`' },
+      fanout: {
+        t: 'string',
+        def: 'all',
+        oneOf: ['all', 'any'],
+        doc: 'how entries are offered to the sinks',
+        values: { all: 'every sink gets every entry', any: 'redundant paths: a full or down sink skips, sources pause only when no sink has room' },
+      },
       flow: {
         t: 'table',
+        doc: 'what happens to each entry between the sources and the sinks, in this order: dedup → rate limit → filters → format',
         fields: {
           dedup: {
             t: 'table',
+            doc: 'duplicate suppression by entry id, the first flow stage (an edge with two chain paths delivers every entry twice)',
             fields: {
-              enabled: { t: 'boolean', def: false },
-              window_entries: { t: 'number', def: 100000, int: true, min: 1 },
-              window_ms: { t: 'number', def: 600000, int: true, min: 1 },
+              enabled: { t: 'boolean', def: false, doc: 'drop an entry whose id was seen within the window (counted in `duplicates_dropped`, not a loss)' },
+              window_entries: { t: 'number', def: 100000, int: true, min: 1, doc: 'remember at most this many ids (about 100 bytes each)' },
+              window_ms: { t: 'number', def: 600000, int: true, min: 1, doc: 'and none longer than this' },
             },
           },
           rate_limit: {
             t: 'table',
             optional: true,
+            doc: 'token bucket per pipeline, full at start',
             fields: {
-              rate: { t: 'number', def: 0 },
-              burst: { t: 'number', def: 0 },
-              policy: { t: 'string', def: 'pass', oneOf: ['drop', 'pass'] },
-              max_entry_size_bytes: { t: 'number', def: 0, int: true, min: 0 },
+              rate: { t: 'number', def: 0, unit: 'entries/s', doc: 'refill rate; the limiter does not exist when <= 0' },
+              burst: { t: 'number', def: 0, unit: 'entries', doc: 'bucket size; <= 0 means equal to `rate`' },
+              policy: {
+                t: 'string',
+                def: 'pass',
+                oneOf: ['drop', 'pass'],
+                doc: 'what happens to an entry when the bucket is empty',
+                values: { drop: 'drop it (`dropped_total`)', pass: 'let it through: neither the rate nor the size check applies' },
+              },
+              max_entry_size_bytes: { t: 'number', def: 0, int: true, min: 0, doc: 'larger entries are dropped (`dropped_by_size_total`); 0 = no cap; only when rate > 0 and policy = "drop"' },
             },
           },
           filters: {
             t: 'tables',
+            doc: 'applied in order on `"<source> <level> <message>"`; the first rejection ends the entry',
             fields: {
-              type: { t: 'string', def: 'include', oneOf: ['include', 'exclude'] },
-              logic: { t: 'string', def: 'or', oneOf: ['or', 'and'] },
-              patterns: { t: 'strings', def: [] },
+              type: {
+                t: 'string',
+                def: 'include',
+                oneOf: ['include', 'exclude'],
+                doc: 'whether a match keeps or drops the entry',
+                values: { include: 'pass on a match', exclude: 'pass when nothing matches' },
+              },
+              logic: {
+                t: 'string',
+                def: 'or',
+                oneOf: ['or', 'and'],
+                doc: 'how the patterns combine',
+                values: { or: 'any pattern matches', and: 'all patterns match' },
+              },
+              patterns: { t: 'strings', def: [], doc: 'JavaScript regular expressions, compiled once; none passes everything' },
             },
           },
           format: {
             t: 'table',
-            fields: { type: { t: 'string', def: 'raw', oneOf: ['raw', 'json', 'txt'] } },
+            doc: 'the one formatter of the pipeline: every sink gets the same line (chain sinks send the structured entry instead)',
+            fields: {
+              type: {
+                t: 'string',
+                def: 'raw',
+                oneOf: ['raw', 'json', 'txt'],
+                doc: 'the formatter',
+                values: {
+                  raw: 'the message as it is, no sanitising (cheapest)',
+                  json: 'one JSON object per line: time, node, source, level, message, fields (empty ones left out)',
+                  txt: '`<time> <LEVEL> <node/source> <message>` then the fields as JSON; control characters escaped',
+                },
+              },
+            },
           },
         },
       },
-      plugin_sources: { t: 'tables', min: 1, fields: plugin() },
-      plugin_sinks: { t: 'tables', min: 1, fields: plugin() },
+      plugin_sources: { t: 'tables', min: 1, doc: 'where entries come from; at least one', fields: plugin('source') },
+      plugin_sinks: { t: 'tables', min: 1, doc: 'where entries go; at least one', fields: plugin('sink') },
     },
   },
 };

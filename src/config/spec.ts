@@ -4,23 +4,44 @@
 
 import { ConfigError, throwConfigFaults } from '../core/errors.js';
 
-export type Spec =
-  | { readonly t: 'string'; readonly def?: string; readonly required?: boolean; readonly oneOf?: readonly string[]; readonly nonEmpty?: boolean }
-  | {
-      readonly t: 'number';
-      readonly def?: number;
-      readonly required?: boolean;
-      readonly int?: boolean;
-      readonly min?: number;
-      readonly max?: number;
-    }
-  | { readonly t: 'boolean'; readonly def?: boolean }
-  | { readonly t: 'strings'; readonly def?: readonly string[] }
-  | { readonly t: 'table'; readonly fields: Fields; readonly optional?: boolean }
-  | { readonly t: 'tables'; readonly fields: Fields; readonly min?: number }
-  | { readonly t: 'free' };
+/**
+ * What the operator's reference (docs/configuration.md, `check --explain`) says about a key.
+ * `doc` is required by the reference generator, which names every key that lacks it.
+ */
+export interface KeyDoc {
+  /** one line of meaning */
+  readonly doc?: string;
+  /** unit when the key's name does not say it (`_ms`, `_bytes`, `_mb`, `_hours`, `_days` do) */
+  readonly unit?: string;
+  /** meaning of each allowed value, for keys whose values choose a behaviour (formats, outputs) */
+  readonly values?: Readonly<Record<string, string>>;
+}
+
+export type Spec = KeyDoc &
+  (
+    | { readonly t: 'string'; readonly def?: string; readonly required?: boolean; readonly oneOf?: readonly string[]; readonly nonEmpty?: boolean }
+    | {
+        readonly t: 'number';
+        readonly def?: number;
+        readonly required?: boolean;
+        readonly int?: boolean;
+        readonly min?: number;
+        readonly max?: number;
+      }
+    | { readonly t: 'boolean'; readonly def?: boolean }
+    | { readonly t: 'strings'; readonly def?: readonly string[] }
+    | { readonly t: 'table'; readonly fields: Fields; readonly optional?: boolean }
+    | { readonly t: 'tables'; readonly fields: Fields; readonly min?: number }
+    | { readonly t: 'free' }
+  );
 
 export type Fields = Readonly<Record<string, Spec>>;
+
+/** A plugin type as the registries and the reference know it: one line of meaning and its `config` keys. */
+export interface PluginSpec {
+  readonly doc: string;
+  readonly fields: Fields;
+}
 
 export function joinPath(base: string, key: string | number): string {
   if (typeof key === 'number') return `${base}[${key}]`;
@@ -169,6 +190,17 @@ export function arrayPaths(fields: Fields, prefix = ''): Set<string> {
     else if (spec.t === 'tables' || spec.t === 'strings') out.add(path);
   }
   return out;
+}
+
+/**
+ * Why an override's value (from a flag or the environment, already parsed) does not fit the key
+ * at `path`: the schema's reason, or undefined when it fits. Overrides are checked here, before
+ * they meet the file, so their faults can name where they came from.
+ */
+export function overrideFault(spec: Spec, value: unknown, path: string): string | undefined {
+  const faults: Faults = [];
+  check(spec, value, path, faults);
+  return faults[0]?.message.slice(path.length + 2);
 }
 
 /** Parses a string (from a flag or the environment) into the type the spec wants. */

@@ -55,7 +55,17 @@ export type PluginKind = 'source' | 'sink';
 /** Thrown by plugin constructors: `failed to create sink <id>: <key>: <reason>`. */
 export class PluginError extends Error {
   readonly code = 'E_PLUGIN';
-  constructor(kind: PluginKind, id: string, key: string, reason: string) {
+  /**
+   * `unavailable`: the configuration is fine but a resource it names is not there (a listener's
+   * address in use): exit 69 at start rather than 78 (DESIGN.md §2).
+   */
+  constructor(
+    kind: PluginKind,
+    id: string,
+    key: string,
+    reason: string,
+    readonly unavailable = false,
+  ) {
     super(`failed to create ${kind} ${id}: ${key}: ${reason}`);
     this.name = 'PluginError';
   }

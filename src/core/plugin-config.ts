@@ -16,8 +16,18 @@ export function pluginConfig<T>(kind: PluginKind, plugin: PluginConfig, fields: 
 
 /** Buffer and queue keys every sink shares. */
 export const SINK_QUEUE_FIELDS: Fields = {
-  buffer_size: { t: 'number', def: 1000, int: true, min: 1 },
-  on_full: { t: 'string', def: 'drop', oneOf: ['drop', 'block'] },
+  buffer_size: { t: 'number', def: 1000, int: true, min: 1, unit: 'entries', doc: "bound of the sink's input queue" },
+  on_full: {
+    t: 'string',
+    def: 'drop',
+    oneOf: ['drop', 'block'],
+    doc: 'what a full input queue does with the next entry',
+    values: {
+      drop: "drop it for this sink and count the pipeline's `total_dropped_by_sink`; other sinks go on",
+      block: 'pause the sources that can pause until the queue is below half; `random` counts `dropped_entries`',
+    },
+  },
 };
 
+/** A listener's or a peer's port; plugins add their own `doc`. */
 export const PORT = { t: 'number', required: true, int: true, min: 1, max: 65535 } as const;

@@ -1,13 +1,19 @@
 // Include/exclude filters on "<source> <level> <message>", compiled once at build.
 
 import type { FilterConfig } from '../config/schema.js';
-import { ConfigError } from '../core/errors.js';
+import { ConfigError, errorMessage } from '../core/errors.js';
 import type { Entry } from '../core/entry.js';
 
 export interface CompiledFilter {
   readonly include: boolean;
   readonly all: boolean;
   readonly patterns: readonly RegExp[];
+}
+
+/** V8's reason alone: "Invalid regular expression: /(a/: Unterminated group" → "unterminated group". */
+function regexReason(err: unknown): string {
+  const reason = errorMessage(err).replace(/^Invalid regular expression: \/[\s\S]*\/[a-z]*: /, '');
+  return reason.charAt(0).toLowerCase() + reason.slice(1);
 }
 
 /** Compiles every pattern; an invalid one fails the build naming `filters[i].patterns[j]`. */
@@ -19,7 +25,7 @@ export function compileFilters(filters: readonly FilterConfig[]): CompiledFilter
       try {
         return new RegExp(p);
       } catch (err) {
-        throw new ConfigError(`filters[${i}].patterns[${j}]`, `invalid regular expression: ${(err as Error).message}`);
+        throw new ConfigError(`filters[${i}].patterns[${j}]`, `invalid regular expression ${JSON.stringify(p)}: ${regexReason(err)}`);
       }
     }),
   }));

@@ -36,7 +36,8 @@ export type FromWorker =
   /** the worker is listening for orders (messages sent earlier could be lost while its module loads) */
   | { readonly type: 'ready' }
   | { readonly type: 'built' }
-  | { readonly type: 'build_failed'; readonly error: string }
+  /** `unavailable`: a resource the configuration names is not available (address in use), not a configuration fault */
+  | { readonly type: 'build_failed'; readonly error: string; readonly unavailable: boolean }
   /** `dedup`: ids whose entries were done since the last message (DESIGN.md §14) */
   | { readonly type: 'stats'; readonly counters: PipelineCounters; readonly positions: PipelinePositions; readonly dedup?: DedupWindow }
   | { readonly type: 'log'; readonly lines: readonly string[] }

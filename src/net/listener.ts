@@ -3,13 +3,28 @@
 
 import type { Server } from 'node:net';
 import type { Counters } from '../core/counters.js';
+import { errorMessage, type PluginKind, PluginError } from '../core/errors.js';
 
-/** Binds `server` (through the cluster primary in a worker); rejects with the server's error. */
-export function bind(server: Server, host: string, port: number): Promise<void> {
+/** Bind failures that are the machine's state, not the configuration's fault (exit 69 at start). */
+const UNAVAILABLE: Readonly<Record<string, string>> = {
+  EADDRINUSE: 'address already in use',
+  EADDRNOTAVAIL: 'address not available on this host',
+  EACCES: 'permission denied',
+};
+
+/**
+ * Binds `server` (through the cluster primary in a worker); a failure is the plugin's
+ * `port: cannot listen on <host>:<port>: <reason>`, marked unavailable when the address is taken.
+ */
+export function bind(server: Server, kind: PluginKind, id: string, host: string, port: number): Promise<void> {
   return new Promise((resolve, reject) => {
-    server.once('error', reject);
+    const fail = (err: NodeJS.ErrnoException) => {
+      const known = err.code === undefined ? undefined : UNAVAILABLE[err.code];
+      reject(new PluginError(kind, id, 'port', `cannot listen on ${host}:${port}: ${known ?? errorMessage(err)}`, known !== undefined));
+    };
+    server.once('error', fail);
     server.listen({ host, port }, () => {
-      server.removeListener('error', reject);
+      server.removeListener('error', fail);
       resolve();
     });
   });

@@ -6,7 +6,6 @@ import type { Server, Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import type { Fields } from '../config/spec.js';
 import type { Counters } from '../core/counters.js';
-import { errorMessage, PluginError } from '../core/errors.js';
 import { PORT, SINK_QUEUE_FIELDS } from '../core/plugin-config.js';
 import type { OnFull } from '../core/queue.js';
 import { ClientQueue, type FrameWriter } from './client-queue.js';
@@ -29,12 +28,19 @@ export interface NetSinkConfig {
 }
 
 export const NET_SINK_FIELDS: Fields = {
-  host: { t: 'string', def: '0.0.0.0', nonEmpty: true },
-  port: PORT,
+  host: { t: 'string', def: '0.0.0.0', nonEmpty: true, doc: 'address to listen on' },
+  port: { ...PORT, doc: 'port to listen on' },
   ...SINK_QUEUE_FIELDS,
-  client_buffer_size: { t: 'number', def: 256, int: true, min: 1 },
-  max_connections: { t: 'number', def: 0, int: true, min: 0 },
-  write_timeout_ms: { t: 'number', def: 5000, int: true, min: 0 },
+  client_buffer_size: {
+    t: 'number',
+    def: 256,
+    int: true,
+    min: 1,
+    unit: 'entries',
+    doc: "bound of each client's own queue; what a burst puts beyond it is dropped for that client (`dropped_writes`)",
+  },
+  max_connections: { t: 'number', def: 0, int: true, min: 0, unit: 'clients', doc: 'clients beyond this are refused at once; 0 = unlimited' },
+  write_timeout_ms: { t: 'number', def: 5000, int: true, min: 0, doc: 'a client that cannot take a write this long is disconnected' },
   ...TLS_FIELDS,
   ...AUTH_FIELDS,
 };
@@ -71,7 +77,7 @@ export function openListener(server: Server, opts: SinkListenerOptions): Promise
   });
   server.on(opts.tls ? 'secureConnection' : 'connection', opts.onAccept);
   if (opts.tls) countHandshakeErrors(server, opts.counters);
-  return listen(server, opts.id, opts.host, opts.port);
+  return bind(server, 'sink', opts.id, opts.host, opts.port);
 }
 
 /**
@@ -125,13 +131,6 @@ export async function closeClients<W extends FrameWriter>(
   );
   for (const socket of sockets) socket.destroy();
   await settleBy([stopped], deadline);
-}
-
-/** Binds `server` (through the cluster primary in a worker); a failure names the sink and port. */
-export function listen(server: Server, id: string, host: string, port: number): Promise<void> {
-  return bind(server, host, port).catch((err: unknown) => {
-    throw new PluginError('sink', id, 'port', `cannot listen on ${host}:${port}: ${errorMessage(err)}`);
-  });
 }
 
 /** Authorises an accepted socket: TLS sockets through `authorize`, plain ones always pass. */

@@ -33,14 +33,15 @@ export interface AuthConfig {
 export const TLS_FIELDS: Fields = {
   tls: {
     t: 'table',
+    doc: 'TLS for this listener or link; certificate files are read when the plugin is built (rotate them with SIGHUP)',
     fields: {
-      enabled: { t: 'boolean', def: false },
-      cert_file: { t: 'string' },
-      key_file: { t: 'string' },
-      client_ca_file: { t: 'string' },
-      ca_file: { t: 'string' },
-      server_name: { t: 'string' },
-      min_version: { t: 'string', def: '1.3', oneOf: ['1.2', '1.3'] },
+      enabled: { t: 'boolean', def: false, doc: 'use TLS' },
+      cert_file: { t: 'string', doc: 'certificate (PEM); required on listeners when enabled, and on dialers for mutual TLS' },
+      key_file: { t: 'string', doc: 'private key (PEM) of `cert_file`' },
+      client_ca_file: { t: 'string', doc: 'listeners: require client certificates signed by this CA (PEM)' },
+      ca_file: { t: 'string', doc: "dialers: trust these roots (PEM) instead of the system's" },
+      server_name: { t: 'string', doc: 'dialers: the name the server certificate must carry; default the host' },
+      min_version: { t: 'string', def: '1.3', oneOf: ['1.2', '1.3'], doc: 'oldest TLS version accepted' },
     },
   },
 };
@@ -49,9 +50,15 @@ export const AUTH_FIELDS: Fields = {
   auth: {
     t: 'table',
     optional: true,
+    doc: 'only clients whose certificate identity is listed connect; needs `tls.enabled` and `tls.client_ca_file`',
     fields: {
-      allow: { t: 'strings', def: [] },
-      identity: { t: 'string', def: 'cn', oneOf: ['cn', 'san_dns', 'san_uri', 'san_email'] },
+      allow: { t: 'strings', def: [], doc: 'identities allowed to connect (exact match)' },
+      identity: {
+        t: 'string',
+        def: 'cn',
+        oneOf: ['cn', 'san_dns', 'san_uri', 'san_email'],
+        doc: 'which part of the client certificate is its identity (subject CN or a subject alternative name)',
+      },
     },
   },
 };

@@ -10,6 +10,7 @@ import { watchConfigFile } from './watch.js';
 
 export const EXIT_OK = 0;
 export const EXIT_RUNTIME = 1;
+/** EX_UNAVAILABLE: a resource the configuration names is not available at start (an address in use). */
 export const EXIT_UNAVAILABLE = 69;
 export const EXIT_CONFIG = 78;
 
@@ -77,10 +78,11 @@ export async function runPrimary(opts: RunOptions): Promise<number> {
   process.on('SIGINT', () => onStop('SIGINT'));
   process.on('SIGHUP', () => void sup.reload());
 
-  if (!(await sup.start())) {
+  const started = await sup.start();
+  if (started !== 'started') {
     await release();
     await serviceLog.close();
-    return EXIT_CONFIG;
+    return started === 'unavailable' ? EXIT_UNAVAILABLE : EXIT_CONFIG;
   }
 
   let stopReporter = opts.config.status_reporter ? startStatusReporter(sup, log, opts.config.status_interval_ms) : () => {};

@@ -28,6 +28,8 @@ class PipelineBuildError extends Error {
   constructor(
     readonly pipeline: string,
     readonly reason: string,
+    /** a resource the configuration names was not available (a listener's address in use) */
+    readonly unavailable = false,
   ) {
     super(`pipeline=${pipeline}: ${reason}`);
   }
@@ -97,8 +99,8 @@ class PipelineWorker {
     this.resolveBuilt();
   }
 
-  onBuildFailed(error: string): void {
-    this.rejectBuilt(new Error(error));
+  onBuildFailed(error: string, unavailable: boolean): void {
+    this.rejectBuilt(new PipelineBuildError(this.name, error, unavailable));
   }
 
   onStopped(result: StopResult): void {
@@ -143,6 +145,9 @@ class PipelineWorker {
   }
 }
 
+/** How the first generation's start ended: `invalid` exits 78, `unavailable` 69 (DESIGN.md §2). */
+export type StartResult = 'started' | 'invalid' | 'unavailable';
+
 /** The reason alone, for records that carry the pipeline in their own field. */
 const buildFailure = (err: unknown) => (err instanceof PipelineBuildError ? err.reason : errorMessage(err));
 
@@ -179,7 +184,7 @@ export class Supervisor {
   private readonly restartAttempts = new Map<string, number>();
   private readonly restartTimers = new Map<string, NodeJS.Timeout>();
   /** the first generation's start; a reload asked for meanwhile waits for it */
-  private starting: Promise<boolean> | undefined;
+  private starting: Promise<StartResult> | undefined;
   private reloading: Promise<void> | undefined;
   private reloadQueued = false;
   private shuttingDown = false;
@@ -236,7 +241,7 @@ export class Supervisor {
         pw.onBuilt();
         return;
       case 'build_failed':
-        pw.onBuildFailed(msg.error);
+        pw.onBuildFailed(msg.error, msg.unavailable);
         return;
       case 'stats':
         pw.counters = msg.counters;
@@ -381,7 +386,7 @@ export class Supervisor {
     });
     const built = workers.map((w) =>
       w.built.catch((err: unknown) => {
-        throw new PipelineBuildError(w.name, errorMessage(err));
+        throw err instanceof PipelineBuildError ? err : new PipelineBuildError(w.name, errorMessage(err));
       }),
     );
     try {
@@ -392,34 +397,35 @@ export class Supervisor {
   }
 
   /**
-   * Starts the first generation. Resolves false (after logging `Failed to create pipeline` for
-   * each failure and stopping every worker) when any pipeline fails to build.
+   * Starts the first generation. When any pipeline fails to build, logs `Failed to create
+   * pipeline` for each failure, stops every worker and resolves `invalid`, or `unavailable` when
+   * every failure was a resource the configuration names being unavailable (an address in use).
    */
-  start(): Promise<boolean> {
+  start(): Promise<StartResult> {
     this.starting ??= this.startFirst();
     return this.starting;
   }
 
-  private async startFirst(): Promise<boolean> {
+  private async startFirst(): Promise<StartResult> {
     this.generation = 1;
     const workers = this.config.pipelines.map((p) => this.fork(p, this.generation));
     const results = await Promise.allSettled(workers.map((w) => this.awaitBuilt([w])));
     // A signal during start: shutdown() is already stopping these workers.
-    if (this.shuttingDown) return true;
-    let ok = true;
+    if (this.shuttingDown) return 'started';
+    const failures: unknown[] = [];
     results.forEach((r, i) => {
       if (r.status === 'rejected') {
-        ok = false;
+        failures.push(r.reason);
         this.log.error({ pipeline: workers[i]!.name, error: buildFailure(r.reason) }, 'Failed to create pipeline');
       }
     });
-    if (!ok) {
+    if (failures.length > 0) {
       await Promise.all(workers.map((w) => w.stop(0)));
-      return false;
+      return failures.every((f) => f instanceof PipelineBuildError && f.unavailable) ? 'unavailable' : 'invalid';
     }
     for (const w of workers) this.current.set(w.name, w);
     for (const w of workers) this.startWorker(w);
-    return true;
+    return 'started';
   }
 
   /** Runs a reload; one arriving while another runs is coalesced into one more after it. */
@@ -431,7 +437,7 @@ export class Supervisor {
     }
     this.reloading = (async () => {
       // A SIGHUP during the start: two generations would otherwise start side by side.
-      if (!(await this.starting)) {
+      if ((await this.starting) !== 'started') {
         this.reloading = undefined;
         return;
       }

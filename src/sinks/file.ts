@@ -5,6 +5,7 @@ import { type FileHandle, mkdir, open, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { errorMessage } from '../core/errors.js';
 import { pluginConfig, SINK_QUEUE_FIELDS } from '../core/plugin-config.js';
+import type { PluginSpec } from '../config/spec.js';
 import { numberedFiles, pruneRotated } from '../core/prune.js';
 import type { OnFull } from '../core/queue.js';
 import type { Sink, SinkFactory } from './types.js';
@@ -24,15 +25,20 @@ interface FileSinkConfig {
   readonly on_full: OnFull;
 }
 
-export const createFileSink: SinkFactory = (plugin, ctx): Sink => {
-  const cfg = pluginConfig<FileSinkConfig>('sink', plugin, {
-    directory: { t: 'string', required: true, nonEmpty: true },
-    name: { t: 'string', required: true, nonEmpty: true },
-    max_size_mb: { t: 'number', def: 100, min: 0.001 },
-    max_total_size_mb: { t: 'number', def: 1000, min: 0.001 },
-    retention_hours: { t: 'number', def: 168, min: 0 },
+export const FILE_SINK: PluginSpec = {
+  doc: 'writes formatted lines to numbered files `<name>.<n>.log` in a directory, rotated by size and pruned',
+  fields: {
+    directory: { t: 'string', required: true, nonEmpty: true, doc: 'directory of the files; created if missing' },
+    name: { t: 'string', required: true, nonEmpty: true, doc: 'file name stem: files are `<name>.<n>.log`, the highest n is current' },
+    max_size_mb: { t: 'number', def: 100, min: 0.001, doc: 'rotate the current file at this size' },
+    max_total_size_mb: { t: 'number', def: 1000, min: 0.001, doc: 'delete the oldest rotated files beyond this total' },
+    retention_hours: { t: 'number', def: 168, min: 0, doc: 'delete rotated files older than this' },
     ...SINK_QUEUE_FIELDS,
-  });
+  },
+};
+
+export const createFileSink: SinkFactory = (plugin, ctx): Sink => {
+  const cfg = pluginConfig<FileSinkConfig>('sink', plugin, FILE_SINK.fields);
   const maxBytes = Math.floor(cfg.max_size_mb * 1024 * 1024);
   const prune = () =>
     pruneRotated({

@@ -6,7 +6,8 @@
 import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { HeldWaiters } from '../chain/held-waiters.js';
-import { chainBackoff, type ChainSinkConfig, chainSinkConfig } from '../chain/sink-config.js';
+import { chainBackoff, type ChainSinkConfig, chainSinkConfig, chainSinkFields } from '../chain/sink-config.js';
+import type { PluginSpec } from '../config/spec.js';
 import { defaultNode, encodeEntry, HEADER_NODE, HEADER_PROTOCOL, NDJSON, PROTOCOL_VERSION } from '../chain/protocol.js';
 import { settleAll } from '../core/ack.js';
 import { errorMessage } from '../core/errors.js';
@@ -47,14 +48,19 @@ function retryAfterMs(res: IncomingMessage): number | undefined {
   return Number.isNaN(t) ? undefined : Math.max(0, t - Date.now());
 }
 
+export const HTTP_CHAIN_SINK: PluginSpec = {
+  doc: "forwards structured entries in NDJSON batches to another node's `http_chain` source; retries a batch until it is acknowledged",
+  fields: chainSinkFields({
+    path: { t: 'string', def: '/ingest', nonEmpty: true, doc: "the peer source's `path`" },
+    flush_interval_ms: { t: 'number', def: 1000, int: true, min: 1, doc: 'a batch is sent at most this long after its first entry' },
+    max_batch_count: { t: 'number', def: 500, int: true, min: 1, unit: 'entries', doc: 'a batch is sent when it holds this many entries' },
+    max_batch_bytes: { t: 'number', def: 1048576, int: true, min: 64, doc: 'a batch is sent when its body reaches this size' },
+    request_timeout_ms: { t: 'number', def: 10000, int: true, min: 1, doc: 'a request unanswered this long fails (and is retried)' },
+  }),
+};
+
 export const createHttpChainSink: SinkFactory = (plugin, ctx): Sink => {
-  const cfg = chainSinkConfig<HttpChainSinkConfig>(plugin, {
-    path: { t: 'string', def: '/ingest', nonEmpty: true },
-    flush_interval_ms: { t: 'number', def: 1000, int: true, min: 1 },
-    max_batch_count: { t: 'number', def: 500, int: true, min: 1 },
-    max_batch_bytes: { t: 'number', def: 1048576, int: true, min: 64 },
-    request_timeout_ms: { t: 'number', def: 10000, int: true, min: 1 },
-  });
+  const cfg = chainSinkConfig<HttpChainSinkConfig>(plugin, HTTP_CHAIN_SINK);
   const tlsOptions = clientTlsOptions('sink', plugin.id, cfg.tls, cfg.host);
   const node = cfg.node ?? ctx.node ?? defaultNode();
   const backoff = chainBackoff(cfg);

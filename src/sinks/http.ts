@@ -7,6 +7,7 @@ import { createServer as createHttpServer, type IncomingMessage, type Server, ty
 import { createServer as createHttpsServer } from 'node:https';
 import type { Socket } from 'node:net';
 import { pluginConfig } from '../core/plugin-config.js';
+import type { PluginSpec } from '../config/spec.js';
 import { closeSession, openSession, type Session } from '../net/session.js';
 import {
   addClient,
@@ -51,13 +52,18 @@ function pathOf(url: string | undefined): string {
   return q < 0 ? url : url.slice(0, q);
 }
 
-export const createHttpSink: SinkFactory = (plugin, ctx): Sink => {
-  const cfg = pluginConfig<HttpSinkConfig>('sink', plugin, {
+export const HTTP_SINK: PluginSpec = {
+  doc: 'serves formatted lines as a Server-Sent Events stream, and a status document, over HTTP',
+  fields: {
     ...NET_SINK_FIELDS,
-    stream_path: { t: 'string', def: '/stream', nonEmpty: true },
-    status_path: { t: 'string', def: '/status', nonEmpty: true },
-    heartbeat_interval_ms: { t: 'number', def: 15000, int: true, min: 1 },
-  });
+    stream_path: { t: 'string', def: '/stream', nonEmpty: true, doc: 'path of the event stream' },
+    status_path: { t: 'string', def: '/status', nonEmpty: true, doc: "path of the sink's status document" },
+    heartbeat_interval_ms: { t: 'number', def: 15000, int: true, min: 1, doc: 'a `: ping` comment is sent this often' },
+  },
+};
+
+export const createHttpSink: SinkFactory = (plugin, ctx): Sink => {
+  const cfg = pluginConfig<HttpSinkConfig>('sink', plugin, HTTP_SINK.fields);
   const counters = { active_clients: 0, dropped_writes: 0, rejected_clients: 0, tls_handshake_errors: 0, auth_rejected: 0 };
   const { tlsOptions, authorize } = serverSecurity('sink', plugin.id, cfg, ctx, counters);
   const isTls = tlsOptions !== undefined;

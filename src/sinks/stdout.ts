@@ -4,6 +4,7 @@
 import { fstatSync } from 'node:fs';
 import { chunkLines, PIPE_BUF } from '../core/lines.js';
 import { pluginConfig, SINK_QUEUE_FIELDS } from '../core/plugin-config.js';
+import type { PluginSpec } from '../config/spec.js';
 import type { OnFull } from '../core/queue.js';
 import type { Sink, SinkFactory } from './types.js';
 
@@ -15,11 +16,16 @@ interface StdoutConfig {
   readonly on_full: OnFull;
 }
 
-export const createStdoutSink: SinkFactory = (plugin, ctx): Sink => {
-  const cfg = pluginConfig<StdoutConfig>('sink', plugin, {
-    target: { t: 'string', def: 'stdout', oneOf: ['stdout', 'stderr'] },
+export const STDOUT_SINK: PluginSpec = {
+  doc: "writes formatted lines to the node's standard output (or error), whole lines only",
+  fields: {
+    target: { t: 'string', def: 'stdout', oneOf: ['stdout', 'stderr'], doc: 'which standard stream' },
     ...SINK_QUEUE_FIELDS,
-  });
+  },
+};
+
+export const createStdoutSink: SinkFactory = (plugin, ctx): Sink => {
+  const cfg = pluginConfig<StdoutConfig>('sink', plugin, STDOUT_SINK.fields);
   const stream = cfg.target === 'stdout' ? process.stdout : process.stderr;
   let limit = CHUNK;
   /** the latest lines written, as many as the bytes the stream still buffers cover */

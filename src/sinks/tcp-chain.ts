@@ -5,7 +5,8 @@
 import { connect as netConnect, type Socket } from 'node:net';
 import { type ConnectionOptions, connect as tlsConnect } from 'node:tls';
 import { HeldWaiters } from '../chain/held-waiters.js';
-import { chainBackoff, type ChainSinkConfig, chainSinkConfig } from '../chain/sink-config.js';
+import { chainBackoff, type ChainSinkConfig, chainSinkConfig, chainSinkFields } from '../chain/sink-config.js';
+import type { PluginSpec } from '../config/spec.js';
 import { defaultNode, encodeEntry, helloLine, LineSplitter, parseServerLine } from '../chain/protocol.js';
 import { settleAll } from '../core/ack.js';
 import { errorMessage } from '../core/errors.js';
@@ -19,11 +20,16 @@ interface TcpChainSinkConfig extends ChainSinkConfig {
 
 type State = 'idle' | 'connecting' | 'ready' | 'waiting';
 
+export const TCP_CHAIN_SINK: PluginSpec = {
+  doc: "forwards structured entries to another node's `tcp_chain` source; keeps unacknowledged ones and resends them after a reconnect",
+  fields: chainSinkFields({
+    dial_timeout_ms: { t: 'number', def: 5000, int: true, min: 1, doc: 'a connection attempt that takes longer fails (and backs off)' },
+    write_timeout_ms: { t: 'number', def: 5000, int: true, min: 1, doc: 'a link that cannot take a write this long is closed and redialled' },
+  }),
+};
+
 export const createTcpChainSink: SinkFactory = (plugin, ctx): Sink => {
-  const cfg = chainSinkConfig<TcpChainSinkConfig>(plugin, {
-    dial_timeout_ms: { t: 'number', def: 5000, int: true, min: 1 },
-    write_timeout_ms: { t: 'number', def: 5000, int: true, min: 1 },
-  });
+  const cfg = chainSinkConfig<TcpChainSinkConfig>(plugin, TCP_CHAIN_SINK);
   const tlsOptions: ConnectionOptions | undefined = clientTlsOptions('sink', plugin.id, cfg.tls, cfg.host);
   const node = cfg.node ?? ctx.node ?? defaultNode();
   const hello = helloLine(node);

@@ -4,6 +4,7 @@
 import { createServer as createNetServer, type Server, type Socket } from 'node:net';
 import { createServer as createTlsServer } from 'node:tls';
 import { pluginConfig } from '../core/plugin-config.js';
+import type { PluginSpec } from '../config/spec.js';
 import { closeSession, openSession } from '../net/session.js';
 import {
   addClient,
@@ -18,8 +19,13 @@ import {
 import { serverSecurity } from '../net/tls.js';
 import type { Sink, SinkFactory } from './types.js';
 
+export const TCP_SINK: PluginSpec = {
+  doc: 'serves formatted lines, one per `\\n`, to every connected TCP client (what clients send is ignored)',
+  fields: NET_SINK_FIELDS,
+};
+
 export const createTcpSink: SinkFactory = (plugin, ctx): Sink => {
-  const cfg = pluginConfig<NetSinkConfig>('sink', plugin, NET_SINK_FIELDS);
+  const cfg = pluginConfig<NetSinkConfig>('sink', plugin, TCP_SINK.fields);
   const counters = { active_clients: 0, dropped_writes: 0, rejected_conns: 0, tls_handshake_errors: 0, auth_rejected: 0 };
   const { tlsOptions, authorize } = serverSecurity('sink', plugin.id, cfg, ctx, counters);
   const isTls = tlsOptions !== undefined;

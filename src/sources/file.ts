@@ -13,6 +13,7 @@ import { idPrefix } from '../core/ids.js';
 import { parseLine } from '../core/entry.js';
 import { errorMessage, PluginError } from '../core/errors.js';
 import { pluginConfig } from '../core/plugin-config.js';
+import type { PluginSpec } from '../config/spec.js';
 import type { FilePosition, Source, SourceFactory, SourcePositions } from './types.js';
 
 /** Tail polling period, ms (fixed by the contract). */
@@ -245,6 +246,11 @@ async function sameContent(fh: FileHandle, size: number, pos: FilePosition): Pro
   return Number.isInteger(n) && (await fingerprintOf(fh, size, n)) === pos.fingerprint;
 }
 
+/** Whether `path` is a directory (following a symlink); false when it is missing or unreadable. */
+function isDirectory(path: string): Promise<boolean> {
+  return new Promise((resolve) => statCb(path, (err, st) => resolve(!err && st.isDirectory())));
+}
+
 /** The inode of the regular file at `path` itself (a symlink is not followed). */
 function fileInode(path: string): Promise<number | undefined> {
   return new Promise((resolve) => lstatCb(path, (err, st) => resolve(err || !st.isFile() ? undefined : st.ino)));
@@ -262,15 +268,26 @@ export function fileGlob(pattern: string): string {
     .join('');
 }
 
+export const FILE_SOURCE: PluginSpec = {
+  doc: 'tails the files of one directory that match a pattern, following rotation and truncation',
+  fields: {
+    directory: { t: 'string', required: true, nonEmpty: true, doc: 'directory whose files are read (not recursive); may appear after the start' },
+    pattern: { t: 'string', def: '*', nonEmpty: true, doc: 'file name pattern: `*` and `?` only, dot files excluded' },
+    from: {
+      t: 'string',
+      def: 'end',
+      oneOf: ['end', 'start'],
+      doc: 'where files present at start are read from (files that appear later are read whole)',
+      values: { end: 'only lines written after the start', start: 'the whole file' },
+    },
+    check_interval_ms: { t: 'number', def: 1000, int: true, min: 10, doc: 'how soon a new file (or the directory) is noticed; tailing polls every 100 ms regardless' },
+    raw: { t: 'boolean', def: false, doc: 'take every line as plain text, never parse JSON lines' },
+    max_line_bytes: { t: 'number', def: 1048576, int: true, min: 1, doc: 'longer lines are cut and counted in `truncated_lines`' },
+  },
+};
+
 export const createFileSource: SourceFactory = (plugin, ctx): Source => {
-  const cfg = pluginConfig<FileSourceConfig>('source', plugin, {
-    directory: { t: 'string', required: true, nonEmpty: true },
-    pattern: { t: 'string', def: '*', nonEmpty: true },
-    from: { t: 'string', def: 'end', oneOf: ['end', 'start'] },
-    check_interval_ms: { t: 'number', def: 1000, int: true, min: 10 },
-    raw: { t: 'boolean', def: false },
-    max_line_bytes: { t: 'number', def: 1048576, int: true, min: 1 },
-  });
+  const cfg = pluginConfig<FileSourceConfig>('source', plugin, FILE_SOURCE.fields);
   if (cfg.pattern.includes('/')) throw new PluginError('source', plugin.id, 'pattern', 'must not contain "/" (the source is not recursive)');
   const glob = fileGlob(cfg.pattern);
   const counters = {
@@ -294,6 +311,8 @@ export const createFileSource: SourceFactory = (plugin, ctx): Source => {
   const buf = Buffer.allocUnsafe(READ_CHUNK);
   let resumeFrom: SourcePositions = {};
   let firstScan = true;
+  /** the directory was missing at the last discovery: warned once, not again until it appeared */
+  let directoryMissing = false;
   /** when this source's run began, in this worker or a predecessor (see Source.start) */
   let since = Number.POSITIVE_INFINITY;
   let running = false;
@@ -533,6 +552,14 @@ export const createFileSource: SourceFactory = (plugin, ctx): Source => {
     } catch (err) {
       ctx.log.warn({ error: errorMessage(err) }, 'File discovery failed');
       return;
+    }
+    // fast-glob finds nothing in a missing directory; say so once, and keep looking for it
+    if (paths.length === 0 && !(await isDirectory(cfg.directory))) {
+      if (!directoryMissing) ctx.log.warn({ directory: cfg.directory }, 'Directory does not exist, watching for it');
+      directoryMissing = true;
+    } else if (directoryMissing) {
+      directoryMissing = false;
+      ctx.log.info({ directory: cfg.directory }, 'Directory appeared');
     }
     const found: [string, { ino: number; size: number; birthtimeMs: number }][] = [];
     for (const path of paths.sort()) {

@@ -8,7 +8,8 @@ import { createServer as createHttpsServer } from 'node:https';
 import type { Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import { decodeEntry, HEADER_ACCEPTED, HEADER_NODE, HEADER_PROTOCOL, PROTOCOL_VERSION, RETRY_AFTER_S } from '../chain/protocol.js';
-import { CHAIN_SOURCE_BUFFER_SIZE, type ChainSourceConfig, chainSourceConfig } from '../chain/source-config.js';
+import { CHAIN_SOURCE_BUFFER_SIZE, type ChainSourceConfig, chainSourceConfig, chainSourceFields } from '../chain/source-config.js';
+import type { PluginSpec } from '../config/spec.js';
 import type { Entry } from '../core/entry.js';
 import { bind, countHandshakeErrors } from '../net/listener.js';
 import { closeSession, openSession, type Session } from '../net/session.js';
@@ -40,13 +41,18 @@ const json = (res: ServerResponse, status: number, body: object, headers: Record
   res.end(text);
 };
 
-export const createHttpChainSource: SourceFactory = (plugin, ctx): Source => {
-  const cfg = chainSourceConfig<HttpChainSourceConfig>(plugin, {
-    path: { t: 'string', def: '/ingest', nonEmpty: true },
-    max_body_bytes: { t: 'number', def: 8388608, int: true, min: 1 },
+export const HTTP_CHAIN_SOURCE: PluginSpec = {
+  doc: 'receives NDJSON batches from other nodes\' `http_chain` sinks (chain protocol v1 over HTTP)',
+  fields: chainSourceFields({
+    path: { t: 'string', def: '/ingest', nonEmpty: true, doc: 'request path batches are POSTed to' },
+    max_body_bytes: { t: 'number', def: 8388608, int: true, min: 1, doc: 'a larger request body is answered 413' },
     buffer_size: CHAIN_SOURCE_BUFFER_SIZE,
-    read_timeout_ms: { t: 'number', def: 30000, int: true, min: 0 },
-  });
+    read_timeout_ms: { t: 'number', def: 30000, int: true, min: 0, doc: 'time allowed to receive a whole request; 0 = none' },
+  }),
+};
+
+export const createHttpChainSource: SourceFactory = (plugin, ctx): Source => {
+  const cfg = chainSourceConfig<HttpChainSourceConfig>(plugin, HTTP_CHAIN_SOURCE);
   const counters = {
     total_entries: 0,
     dropped_entries: 0,
@@ -245,7 +251,7 @@ export const createHttpChainSource: SourceFactory = (plugin, ctx): Source => {
       srv.requestTimeout = cfg.read_timeout_ms;
       srv.headersTimeout = cfg.read_timeout_ms === 0 ? 60_000 : Math.min(60_000, cfg.read_timeout_ms);
       srv.keepAliveTimeout = 65_000;
-      await bind(srv, cfg.host, cfg.port);
+      await bind(srv, 'source', plugin.id, cfg.host, cfg.port);
       server = srv;
     },
     start() {

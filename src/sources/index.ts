@@ -1,10 +1,12 @@
-// The source registry: every `type` maps to its factory.
+// The source registry: every `type` maps to its factory, and to its spec (meaning and `config`
+// keys) for the operator's reference.
 
-import { createFileSource } from './file.js';
-import { createHttpChainSource } from './http-chain.js';
-import { createRandomSource } from './random.js';
-import { createStdinSource } from './stdin.js';
-import { createTcpChainSource } from './tcp-chain.js';
+import type { PluginSpec } from '../config/spec.js';
+import { createFileSource, FILE_SOURCE } from './file.js';
+import { createHttpChainSource, HTTP_CHAIN_SOURCE } from './http-chain.js';
+import { createRandomSource, RANDOM_SOURCE } from './random.js';
+import { createStdinSource, STDIN_SOURCE } from './stdin.js';
+import { createTcpChainSource, TCP_CHAIN_SOURCE } from './tcp-chain.js';
 import type { SourceFactory } from './types.js';
 
 export type SourceType = 'random' | 'file' | 'stdin' | 'tcp_chain' | 'http_chain';
@@ -16,6 +18,15 @@ export const SOURCES = {
   tcp_chain: createTcpChainSource,
   http_chain: createHttpChainSource,
 } satisfies Record<SourceType, SourceFactory>;
+
+/** What docs/configuration.md and `check --explain` say about each type; the factories validate with these fields. */
+export const SOURCE_SPECS = {
+  random: RANDOM_SOURCE,
+  file: FILE_SOURCE,
+  stdin: STDIN_SOURCE,
+  tcp_chain: TCP_CHAIN_SOURCE,
+  http_chain: HTTP_CHAIN_SOURCE,
+} satisfies Record<SourceType, PluginSpec>;
 
 export function sourceFactory(type: string): SourceFactory | undefined {
   return Object.hasOwn(SOURCES, type) ? SOURCES[type as SourceType] : undefined;

@@ -3,6 +3,7 @@
 
 import type { Entry, Level } from '../core/entry.js';
 import { pluginConfig } from '../core/plugin-config.js';
+import type { PluginSpec } from '../config/spec.js';
 import type { Source, SourceFactory } from './types.js';
 
 interface RandomConfig {
@@ -15,13 +16,18 @@ interface RandomConfig {
 const WORDS = 'lorem ipsum dolor sit amet consectetur adipiscing elit sed do eiusmod tempor incididunt ut labore et dolore magna aliqua'.split(' ');
 const LEVELS: Level[] = ['DEBUG', 'INFO', 'INFO', 'INFO', 'WARN', 'ERROR'];
 
+export const RANDOM_SOURCE: PluginSpec = {
+  doc: 'generates lorem-ipsum entries with random levels (the demo; load tests)',
+  fields: {
+    interval_ms: { t: 'number', def: 500, int: true, min: 1, doc: 'time between ticks' },
+    entries_per_tick: { t: 'number', def: 1, int: true, min: 1, unit: 'entries', doc: 'entries made per tick' },
+    length: { t: 'number', def: 20, int: true, min: 1, unit: 'words', doc: 'message length' },
+    count: { t: 'number', def: 0, int: true, min: 0, unit: 'entries', doc: 'stop after this many; 0 = endless' },
+  },
+};
+
 export const createRandomSource: SourceFactory = (plugin, ctx): Source => {
-  const cfg = pluginConfig<RandomConfig>('source', plugin, {
-    interval_ms: { t: 'number', def: 500, int: true, min: 1 },
-    entries_per_tick: { t: 'number', def: 1, int: true, min: 1 },
-    length: { t: 'number', def: 20, int: true, min: 1 },
-    count: { t: 'number', def: 0, int: true, min: 0 },
-  });
+  const cfg = pluginConfig<RandomConfig>('source', plugin, RANDOM_SOURCE.fields);
   const counters = { total_entries: 0, dropped_entries: 0 };
   let timer: NodeJS.Timeout | undefined;
   let produced = 0;

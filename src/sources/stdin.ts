@@ -4,16 +4,22 @@
 import type { Entry } from '../core/entry.js';
 import { parseLine } from '../core/entry.js';
 import { pluginConfig } from '../core/plugin-config.js';
+import type { PluginSpec } from '../config/spec.js';
 import { LineSplitter } from './file.js';
 import type { Source, SourceFactory } from './types.js';
 
 /** Longest line kept whole, bytes; longer ones are cut and counted in `truncated_lines`. */
 const MAX_LINE_BYTES = 1048576;
 
+export const STDIN_SOURCE: PluginSpec = {
+  doc: "reads the node's standard input line by line; at most one in the whole configuration; end of input ends the source, not the process",
+  fields: {
+    raw: { t: 'boolean', def: false, doc: 'take every line as plain text, never parse JSON lines' },
+  },
+};
+
 export const createStdinSource: SourceFactory = (plugin, ctx): Source => {
-  const cfg = pluginConfig<{ raw: boolean }>('source', plugin, {
-    raw: { t: 'boolean', def: false },
-  });
+  const cfg = pluginConfig<{ raw: boolean }>('source', plugin, STDIN_SOURCE.fields);
   const counters = { total_entries: 0, dropped_entries: 0, bytes_read: 0, truncated_lines: 0 };
   const lines = new LineSplitter(MAX_LINE_BYTES);
   const input = process.stdin;

@@ -6,7 +6,8 @@
 import { createServer as createNetServer, type Server, type Socket } from 'node:net';
 import { createServer as createTlsServer, type TLSSocket } from 'node:tls';
 import { ackLine, decodeEntry, errorLine, LineSplitter, OK_LINE, parseHello } from '../chain/protocol.js';
-import { CHAIN_SOURCE_BUFFER_SIZE, type ChainSourceConfig, chainSourceConfig } from '../chain/source-config.js';
+import { CHAIN_SOURCE_BUFFER_SIZE, type ChainSourceConfig, chainSourceConfig, chainSourceFields } from '../chain/source-config.js';
+import type { PluginSpec } from '../config/spec.js';
 import { InOrder } from '../core/ack.js';
 import type { Entry } from '../core/entry.js';
 import { bind, countHandshakeErrors } from '../net/listener.js';
@@ -40,14 +41,19 @@ interface Link {
   closed: boolean;
 }
 
-export const createTcpChainSource: SourceFactory = (plugin, ctx): Source => {
-  const cfg = chainSourceConfig<TcpChainSourceConfig>(plugin, {
-    max_connections: { t: 'number', def: 0, int: true, min: 0 },
+export const TCP_CHAIN_SOURCE: PluginSpec = {
+  doc: 'receives entries from other nodes\' `tcp_chain` sinks (chain protocol v1 over TCP, NDJSON with acks)',
+  fields: chainSourceFields({
+    max_connections: { t: 'number', def: 0, int: true, min: 0, unit: 'connections', doc: 'links beyond this are refused (`rejected_conns`); 0 = unlimited' },
     buffer_size: CHAIN_SOURCE_BUFFER_SIZE,
-    hello_timeout_ms: { t: 'number', def: 10000, int: true, min: 1 },
-    read_timeout_ms: { t: 'number', def: 0, int: true, min: 0 },
-    max_line_bytes: { t: 'number', def: 1048576, int: true, min: 64 },
-  });
+    hello_timeout_ms: { t: 'number', def: 10000, int: true, min: 1, doc: 'a link that sends no hello this long is closed (`parse_errors`)' },
+    read_timeout_ms: { t: 'number', def: 0, int: true, min: 0, doc: 'a link silent this long is closed; 0 = none' },
+    max_line_bytes: { t: 'number', def: 1048576, int: true, min: 64, doc: 'a longer line counts `parse_errors` and ends the link' },
+  }),
+};
+
+export const createTcpChainSource: SourceFactory = (plugin, ctx): Source => {
+  const cfg = chainSourceConfig<TcpChainSourceConfig>(plugin, TCP_CHAIN_SOURCE);
   const counters = {
     total_entries: 0,
     dropped_entries: 0,
@@ -217,7 +223,7 @@ export const createTcpChainSource: SourceFactory = (plugin, ctx): Source => {
         ? createTlsServer(tlsOptions, (s) => accept(s, true))
         : createNetServer({ pauseOnConnect: true }, (s) => accept(s, false));
       if (tlsOptions) countHandshakeErrors(srv, counters);
-      await bind(srv, cfg.host, cfg.port);
+      await bind(srv, 'source', plugin.id, cfg.host, cfg.port);
       server = srv;
     },
     start() {

@@ -2,7 +2,7 @@
 // build_failed, starts on order, ships counters and positions every second, drains on stop.
 // Signals are the primary's business; a closed IPC channel (primary gone) ends the worker at once.
 
-import { errorMessage } from '../core/errors.js';
+import { errorMessage, PluginError } from '../core/errors.js';
 import { createLogger, type Logger } from '../core/log.js';
 import { type FromWorker, isToWorker, type ToWorker } from '../ipc/messages.js';
 import { IpcLogStream } from './ipc-log.js';
@@ -38,7 +38,7 @@ async function onMessage(msg: ToWorker): Promise<void> {
         send({ type: 'built' });
       } catch (err) {
         logStream.flush();
-        send({ type: 'build_failed', error: errorMessage(err) }, () => process.exit(0));
+        send({ type: 'build_failed', error: errorMessage(err), unavailable: err instanceof PluginError && err.unavailable }, () => process.exit(0));
       }
       return;
     }

@@ -13,12 +13,15 @@ import { IdSequence } from '../core/ids.js';
 import type { DedupWindow } from '../flow/dedup.js';
 import { createFlow, type Flow } from '../flow/index.js';
 import type { PipelinePositions } from '../ipc/messages.js';
-import { sinkFactory } from '../sinks/index.js';
+import { sinkFactory, SINKS } from '../sinks/index.js';
 import type { Sink, SinkItem } from '../sinks/types.js';
-import { sourceFactory } from '../sources/index.js';
+import { sourceFactory, SOURCES } from '../sources/index.js';
 import type { Source } from '../sources/types.js';
 import { DoneIds, openTicket } from './acks.js';
 import { createFanout, type Fanout, type SinkRunner } from './fanout.js';
+
+/** The types a registry knows, for the message that refuses an unknown one. */
+const validTypes = (registry: object): string => Object.keys(registry).sort().join(', ');
 
 /** Most entries handed to one sink write. */
 const MAX_BATCH = 1024;
@@ -176,7 +179,7 @@ export function buildPipeline(cfg: PipelineConfig, opts: BuildOptions): Pipeline
   for (const plugin of cfg.plugin_sinks) {
     const factory = sinkFactory(plugin.type);
     if (!factory) {
-      errors.push(`failed to create sink ${plugin.id}: type: unknown sink type ${JSON.stringify(plugin.type)}`);
+      errors.push(`failed to create sink ${plugin.id}: type: unknown sink type ${JSON.stringify(plugin.type)} (valid types: ${validTypes(SINKS)})`);
       continue;
     }
     try {
@@ -207,7 +210,7 @@ export function buildPipeline(cfg: PipelineConfig, opts: BuildOptions): Pipeline
   for (const plugin of cfg.plugin_sources) {
     const factory = sourceFactory(plugin.type);
     if (!factory) {
-      errors.push(`failed to create source ${plugin.id}: type: unknown source type ${JSON.stringify(plugin.type)}`);
+      errors.push(`failed to create source ${plugin.id}: type: unknown source type ${JSON.stringify(plugin.type)} (valid types: ${validTypes(SOURCES)})`);
       continue;
     }
     try {

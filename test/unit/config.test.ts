@@ -181,6 +181,27 @@ test('command-line overrides are typed by the schema', (t) => {
   t.throws(() => splitArgs(['--shutdown_timeout_ms=soon']), { instanceOf: UsageError, message: /--shutdown_timeout_ms: expected a number/ });
 });
 
+test('an environment value of the wrong kind names its variable, not only the key', (t) => {
+  t.throws(() => load(MIN, { LOGGING_LEVEL: 'verbose' }), {
+    instanceOf: ConfigError,
+    message: 'logging.level: environment variable LOGGING_LEVEL: must be one of "debug", "info", "warn", "error", got "verbose"',
+  });
+  t.throws(() => load(MIN, { SHUTDOWN_TIMEOUT_MS: '1.5' }), {
+    message: 'shutdown_timeout_ms: environment variable SHUTDOWN_TIMEOUT_MS: must be an integer, got 1.5',
+  });
+  t.throws(() => load(MIN, { LOGGING_FILE_MAX_SIZE_MB: 'big' }), {
+    message: 'logging.file.max_size_mb: environment variable LOGGING_FILE_MAX_SIZE_MB: expected a number, got "big"',
+  });
+});
+
+test('a command-line value the schema refuses is a usage error naming the option', (t) => {
+  t.throws(() => splitArgs(['--logging.level=verbose']), {
+    instanceOf: UsageError,
+    message: '--logging.level: must be one of "debug", "info", "warn", "error", got "verbose"',
+  });
+  t.throws(() => splitArgs(['--status_interval_ms', '5']), { instanceOf: UsageError, message: '--status_interval_ms: must be >= 100, got 5' });
+});
+
 test('at most one stdin source in the whole configuration', (t) => {
   const stdinPipeline = (name: string) => `[[pipelines]]\nname = "${name}"\n[[pipelines.plugin_sources]]\ntype = "stdin"\n[[pipelines.plugin_sinks]]\ntype = "null"\n`;
   t.notThrows(() => load(stdinPipeline('a')));

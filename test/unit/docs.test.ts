@@ -1,0 +1,47 @@
+// The hand-written reference in docs/ stays whole: the README links every page, links between
+// pages resolve, and every counter the code keeps is explained in docs/counters.md.
+
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import test from 'ava';
+import { ROOT } from '../helpers/node.js';
+
+const DOCS = join(ROOT, 'docs');
+const PAGES = ['configuration.md', 'counters.md', 'protocol.md', 'operations.md'];
+const read = (...path: string[]) => readFileSync(join(ROOT, ...path), 'utf8');
+
+test('the README links every page of docs/ and no longer sends operators to a file outside the repository', (t) => {
+  const readme = read('README.md');
+  for (const page of PAGES) t.true(readme.includes(`](docs/${page})`), page);
+  t.false(readme.includes('shared/DESIGN.md'));
+  t.deepEqual(readdirSync(DOCS).sort(), [...PAGES].sort());
+});
+
+test('relative links in the README and docs/ lead to files that exist', (t) => {
+  for (const file of ['README.md', ...PAGES.map((p) => join('docs', p))]) {
+    for (const [, target] of read(file).matchAll(/\]\(([^)#:]+)(#[^)]*)?\)/g)) {
+      t.true(existsSync(join(ROOT, dirname(file), target!)), `${file} links ${target}`);
+    }
+  }
+});
+
+/** The names of every counter object literal in src/ (`counters = { … }`, `counters: { … }`). */
+function counterNames(): Set<string> {
+  const names = new Set<string>();
+  const walk = (dir: string): string[] =>
+    readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? walk(join(dir, e.name)) : e.name.endsWith('.ts') ? [join(dir, e.name)] : []));
+  for (const file of walk(join(ROOT, 'src'))) {
+    for (const [, body] of readFileSync(file, 'utf8').matchAll(/counters(?:: Counters)?\s*[=:]\s*\{([^{}]*)\}/g)) {
+      for (const [, name] of body!.matchAll(/([a-z_]+):/g)) names.add(name!);
+    }
+  }
+  return names;
+}
+
+test('every counter the code keeps is explained in docs/counters.md', (t) => {
+  const names = counterNames();
+  t.true(names.has('total_entries') && names.has('available_tokens') && names.has('unacked'), 'the scan finds counters');
+  const doc = read('docs', 'counters.md');
+  const missing = [...names].filter((n) => !doc.includes(`\`${n}\``));
+  t.deepEqual(missing, [], `add these counters to docs/counters.md: ${missing.join(', ')}`);
+});
