@@ -217,9 +217,9 @@ test.serial('eventsource package receives entries; status document has exactly t
   t.is(await node.stop(), 0);
 });
 
-test.serial('max_connections = 2: a third stream gets 503 too many clients; 404 and 405 answers', async (t) => {
+test.serial('max_connections = 2: a third stream gets 503 too many clients; 404 (the page too, with ui = false) and 405 answers', async (t) => {
   const port = await freePort();
-  const node = startNode(t, randomSourceToml('interval_ms = 100'), sinkToml('web', port, 'max_connections = 2\nstream_path = "/events"\nstatus_path = "/state"'));
+  const node = startNode(t, randomSourceToml('interval_ms = 100'), sinkToml('web', port, 'max_connections = 2\nstream_path = "/events"\nstatus_path = "/state"\nui = false'));
   await waitFor(() => get(port, '/state').then((r) => r.status === 200, () => false), 'listening');
   const a = openStream(port, '/events');
   const b = openStream(port, '/events');
@@ -232,6 +232,7 @@ test.serial('max_connections = 2: a third stream gets 503 too many clients; 404 
   t.is(doc.server.active_clients, 2);
   t.deepEqual(doc.endpoints, { stream: '/events', status: '/state' });
 
+  for (const path of ['/', '/index.html']) t.is((await get(port, path)).status, 404, `${path} with ui = false`);
   const missing = await get(port, '/stream');
   t.is(missing.status, 404);
   t.deepEqual(JSON.parse(missing.body), { error: 'not found' });

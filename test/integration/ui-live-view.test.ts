@@ -130,6 +130,9 @@ test.serial('entries appear within 2 s as text, an HTML entry runs nothing, ever
   t.deepEqual(foreign, [], 'no request outside the origin');
   t.true(viewer.requests.some((u) => u.startsWith(`${viewer.origin}/stream?format=json`)), viewer.requests.join(' '));
   t.deepEqual(viewer.errors, [], 'no console error (a CSP violation would be one)');
+  const again = await page.goto(`${viewer.origin}/index.html`);
+  t.is(again?.status(), 200, '/index.html is the page too');
+  t.is(again?.headers()['content-security-policy']?.split('; ')[0], "default-src 'self'");
   t.is(await live.node.stop(), 0);
 });
 
