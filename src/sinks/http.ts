@@ -75,7 +75,8 @@ function streamOptions(req: IncomingMessage): { format: StreamFormat; lastEventI
   const last = (typeof header === 'string' ? header : undefined) ?? query.get('last_event_id') ?? '';
   return {
     format: query.get('format') === 'json' ? 'json' : 'line',
-    lastEventId: /^\d{1,16}$/.test(last.trim()) ? Number(last.trim()) : undefined,
+    // 15 digits stay exact as a number; ids are 13-digit milliseconds for centuries yet
+    lastEventId: /^\d{1,15}$/.test(last.trim()) ? Number(last.trim()) : undefined,
   };
 }
 
