@@ -2,12 +2,12 @@
 // HTTP client checking the exact framing, the status document, max_connections, a client that
 // stops reading, and a burst larger than client_buffer_size.
 
-import { readFileSync } from 'node:fs';
+import { appendFileSync, readFileSync } from 'node:fs';
 import { type ClientRequest, type IncomingMessage, request } from 'node:http';
 import test from 'ava';
 import { EventSource } from 'eventsource';
-import { childPids, freePort, type RunningNode, startOwnedNode, type Teardown, waitFor, within } from '../helpers/node.js';
-import { localPluginToml, randomSourceToml } from '../helpers/toml.js';
+import { childPids, freePort, ownedTempDir, type RunningNode, startOwnedNode, type Teardown, waitFor, within } from '../helpers/node.js';
+import { fileSourceToml, localPluginToml, randomSourceToml } from '../helpers/toml.js';
 
 interface Reply {
   readonly status: number;
@@ -45,8 +45,8 @@ interface RawStream {
   ended: boolean;
 }
 
-function openStream(port: number, path = '/stream'): RawStream {
-  const s: RawStream = { req: request({ host: '127.0.0.1', port, path, agent: false }), text: '', ended: false };
+function openStream(port: number, path = '/stream', headers: Record<string, string> = {}): RawStream {
+  const s: RawStream = { req: request({ host: '127.0.0.1', port, path, headers, agent: false }), text: '', ended: false };
   s.req.on('response', (res) => {
     s.res = res;
     res.setEncoding('utf8');
@@ -121,8 +121,9 @@ function sinkToml(id: string, port: number, extra = ''): string {
   return `\n${localPluginToml('sinks', id, 'http', port, extra)}\n`;
 }
 
-test.serial('raw client: exact SSE framing, CR/LF/CRLF split into data lines, pings, disconnect on stop', async (t) => {
+test.serial('raw client: exact SSE framing, CR/LF/CRLF split into data lines, ids from the wall clock, pings, disconnect on stop', async (t) => {
   const port = await freePort();
+  const startedAt = Date.now();
   const node = startNode(t, STDIN_SOURCE, sinkToml('web', port, 'heartbeat_interval_ms = 300'), 'pipe');
   await listening(port, node);
   const s = openStream(port);
@@ -141,8 +142,10 @@ test.serial('raw client: exact SSE framing, CR/LF/CRLF split into data lines, pi
   node.child.stdin!.write(`${JSON.stringify({ msg: 'one\ntwo\r\nthree\rfour' })}\nplain line\n${JSON.stringify({ msg: 'tail\r' })}\n`);
   await waitFor(() => ids(s.text).length >= 3, 'three entry events');
   const events = s.text.slice(hello![0].length);
+  const first = ids(s.text)[0]!;
+  t.true(first > startedAt && first <= Date.now(), `the first id ${first} is the wall clock (ms) when the sink opened`);
   t.true(
-    events.startsWith('id: 1\ndata: one\ndata: two\ndata: three\ndata: four\n\nid: 2\ndata: plain line\n\nid: 3\ndata: tail\ndata: \n\n'),
+    events.startsWith(`id: ${first}\ndata: one\ndata: two\ndata: three\ndata: four\n\nid: ${first + 1}\ndata: plain line\n\nid: ${first + 2}\ndata: tail\ndata: \n\n`),
     JSON.stringify(events),
   );
   const before = s.text.length;
@@ -214,9 +217,9 @@ test.serial('eventsource package receives entries; status document has exactly t
   t.is(await node.stop(), 0);
 });
 
-test.serial('max_connections = 2: a third stream gets 503 too many clients; 404 and 405 answers', async (t) => {
+test.serial('max_connections = 2: a third stream gets 503 too many clients; 404 (the page too, with ui = false) and 405 answers', async (t) => {
   const port = await freePort();
-  const node = startNode(t, randomSourceToml('interval_ms = 100'), sinkToml('web', port, 'max_connections = 2\nstream_path = "/events"\nstatus_path = "/state"'));
+  const node = startNode(t, randomSourceToml('interval_ms = 100'), sinkToml('web', port, 'max_connections = 2\nstream_path = "/events"\nstatus_path = "/state"\nui = false'));
   await waitFor(() => get(port, '/state').then((r) => r.status === 200, () => false), 'listening');
   const a = openStream(port, '/events');
   const b = openStream(port, '/events');
@@ -229,6 +232,7 @@ test.serial('max_connections = 2: a third stream gets 503 too many clients; 404 
   t.is(doc.server.active_clients, 2);
   t.deepEqual(doc.endpoints, { stream: '/events', status: '/state' });
 
+  for (const path of ['/', '/index.html']) t.is((await get(port, path)).status, 404, `${path} with ui = false`);
   const missing = await get(port, '/stream');
   t.is(missing.status, 404);
   t.deepEqual(JSON.parse(missing.body), { error: 'not found' });
@@ -317,7 +321,81 @@ test.serial('a burst larger than client_buffer_size drops exactly the excess; no
   await waitFor(() => ids(a.text).length === 100, 'the small client gets 100');
   t.is((await status(small)).statistics.dropped_writes, 200);
   t.is((await status(big)).statistics.dropped_writes, 0);
-  t.deepEqual(ids(a.text), Array.from({ length: 100 }, (_, i) => i + 1));
+  const first = ids(a.text)[0]!;
+  t.deepEqual(ids(a.text), Array.from({ length: 100 }, (_, i) => first + i));
   t.true(a.text.includes('data: entry 100\n') && !a.text.includes('data: entry 101\n'));
+  t.is(await node.stop(), 0);
+});
+
+/** The data lines of the entry events seen so far. */
+function entryData(text: string): string[] {
+  const out: string[] = [];
+  for (const m of text.matchAll(/^id: \d+\ndata: (.*)$/gm)) out.push(m[1]!);
+  return out;
+}
+
+test.serial('Last-Event-ID: a reconnecting client gets what it missed from the replay ring, at most replay_size; ?format=json encodes entries', async (t) => {
+  const port = await freePort();
+  const node = startNode(t, STDIN_SOURCE, sinkToml('web', port, 'replay_size = 3'), 'pipe');
+  await listening(port, node);
+  node.child.stdin!.write('e1\ne2\ne3\ne4\nERROR e5\n');
+  await waitFor(async () => (await status(port)).statistics.total_processed === 5, 'five entries taken with no client');
+  const all = openStream(port, '/stream', { 'Last-Event-ID': '0' });
+  await waitFor(() => ids(all.text).length === 3, 'the ring replayed');
+  t.deepEqual(entryData(all.text), ['e3', 'e4', 'ERROR e5'], 'only the last replay_size entries are held');
+  const [, id4] = ids(all.text);
+  const after4 = openStream(port, '/stream', { 'Last-Event-ID': String(id4) });
+  const byQuery = openStream(port, `/stream?format=json&last_event_id=${id4}`);
+  const fresh = openStream(port);
+  await waitFor(() => ids(after4.text).length === 1 && ids(byQuery.text).length === 1 && fresh.text.includes('event: connected'), 'replays after id 4');
+  t.deepEqual(entryData(after4.text), ['ERROR e5']);
+  t.like(JSON.parse(entryData(byQuery.text)[0]!), { source: 'stdin', level: 'ERROR', message: 'ERROR e5' });
+  t.deepEqual(ids(fresh.text), [], 'no Last-Event-ID, no replay');
+  node.child.stdin!.write('e6\n');
+  await waitFor(() => ids(fresh.text).length === 1 && ids(after4.text).length === 2, 'e6 live to both');
+  t.is(ids(after4.text)[1], ids(after4.text)[0]! + 1);
+  t.is(await node.stop(), 0);
+});
+
+test.serial('eventsource across a SIGHUP reload: ids keep increasing, the client resumes by Last-Event-ID, none missing, none twice', async (t) => {
+  const port = await freePort();
+  const logs = ownedTempDir(t);
+  const file = logs.file('app.log', '');
+  const node = startNode(t, fileSourceToml('f', logs.path, 'from = "start"\ncheck_interval_ms = 100'), sinkToml('web', port));
+  await listening(port, node);
+  const es = new EventSource(`http://127.0.0.1:${port}/stream`);
+  t.teardown(() => es.close());
+  const got: { id: number; data: string }[] = [];
+  let written = 0;
+  const marks: { disconnect?: number; reconnect?: number } = {};
+  let connects = 0;
+  es.addEventListener('connected', () => {
+    if (++connects === 2) marks.reconnect = written;
+  });
+  es.addEventListener('disconnect', () => {
+    marks.disconnect = written;
+  });
+  es.onmessage = (ev) => got.push({ id: Number(ev.lastEventId), data: ev.data });
+  await waitFor(() => connects === 1, 'stream open');
+  const writeOne = () => appendFileSync(file, `line ${++written}\n`);
+  for (let i = 0; i < 20; i++) writeOne();
+  await waitFor(() => got.length === 20, 'the first 20 lines');
+  const writer = setInterval(writeOne, 10);
+  t.teardown(() => clearInterval(writer));
+  node.signal('SIGHUP');
+  await waitFor(() => node.records.some((r) => r.msg === 'Configuration reloaded'), 'reload done');
+  await waitFor(() => marks.reconnect !== undefined, 'the client reconnected', 20_000);
+  await waitFor(() => written > marks.reconnect! + 20, 'writing on after the reconnect');
+  clearInterval(writer);
+  await waitFor(() => got.length >= written, `all ${written} lines (got ${got.length})`);
+  t.deepEqual(
+    got.map((g) => g.data),
+    Array.from({ length: written }, (_, i) => `line ${i + 1}`),
+  );
+  t.true(
+    got.every((g, i) => i === 0 || g.id > got[i - 1]!.id),
+    'ids increase across the reload',
+  );
+  t.true(marks.reconnect! > marks.disconnect!, `lines were written while the client was away (${marks.disconnect} → ${marks.reconnect})`);
   t.is(await node.stop(), 0);
 });
