@@ -2,12 +2,13 @@
 
 import { createFileSource } from './file.js';
 import { createHttpChainSource } from './http-chain.js';
+import { createNatsSource } from './nats.js';
 import { createRandomSource } from './random.js';
 import { createStdinSource } from './stdin.js';
 import { createTcpChainSource } from './tcp-chain.js';
 import type { SourceFactory } from './types.js';
 
-export type SourceType = 'random' | 'file' | 'stdin' | 'tcp_chain' | 'http_chain';
+export type SourceType = 'random' | 'file' | 'stdin' | 'tcp_chain' | 'http_chain' | 'nats';
 
 export const SOURCES = {
   random: createRandomSource,
@@ -15,6 +16,7 @@ export const SOURCES = {
   stdin: createStdinSource,
   tcp_chain: createTcpChainSource,
   http_chain: createHttpChainSource,
+  nats: createNatsSource,
 } satisfies Record<SourceType, SourceFactory>;
 
 export function sourceFactory(type: string): SourceFactory | undefined {
