@@ -35,12 +35,13 @@ function canConnect(port: number): Promise<boolean> {
 }
 
 /**
- * `count` nats-servers with JetStream: one alone, or a cluster (named `c`) routed to each other.
+ * `count` nats-servers with JetStream: one alone, or a cluster (named `c`) routed to each other;
+ * on `clientPorts` when given (else free ones).
  * The test's teardown SIGKILLs them and removes their store dirs.
  */
-export async function startNats(t: Teardown, count = 1): Promise<NatsServer[]> {
+export async function startNats(t: Teardown, count = 1, clientPorts?: readonly number[]): Promise<NatsServer[]> {
   const bin = peerBinary('nats-server');
-  const ports = await Promise.all(Array.from({ length: count }, () => freePort()));
+  const ports = clientPorts ?? (await Promise.all(Array.from({ length: count }, () => freePort())));
   const clusterPorts = count > 1 ? await Promise.all(Array.from({ length: count }, () => freePort())) : [];
   const servers = ports.map((port, i): NatsServer => {
     const name = `n${i}`;
