@@ -18,6 +18,8 @@ export interface NatsServer {
   /** its stderr (the server's own log), for failure messages */
   readonly log: string[];
   readonly running: boolean;
+  /** its process id while it runs */
+  readonly pid: number | undefined;
   /** Starts it (again, on the same store dir and ports); resolves once it accepts connections. */
   start(): Promise<void>;
   /** Sends `signal` (SIGKILL by default) and waits for the process to end. */
@@ -60,6 +62,9 @@ export async function startNats(t: Teardown, count = 1, clientPorts?: readonly n
       log,
       get running() {
         return child !== undefined && child.exitCode === null && child.signalCode === null;
+      },
+      get pid() {
+        return server.running ? child!.pid : undefined;
       },
       async start() {
         if (server.running) return;
