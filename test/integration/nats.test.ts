@@ -171,3 +171,25 @@ test.serial('4. a message on the subject that is not an entry: acknowledged, ski
   }, 'all three messages acknowledged');
   t.pass();
 });
+
+test.serial('5. no stream on the subject: the sink logs ERROR and retries, never creates one; once the operator creates it, everything is delivered', async (t) => {
+  t.timeout(90_000);
+  const servers = await startNats(t);
+  const nc = await natsClient(t, servers);
+  const f = natsNodes(t);
+  const app = join(f.dir.path, 'app');
+  mkdirSync(app);
+  const edge = await f.start('edge', natsEdgeToml(app, servers, 'buffer_size = 2000\non_full = "block"'));
+  const total = 3000;
+  appendLines(join(app, 'app.log'), 0, total);
+  const error = await waitFor(() => edge.records.find((r) => r.msg === 'NATS publish failed, retrying' && r.level === 'error'), 'ERROR for the missing stream');
+  t.regex(String(error.error), /no stream takes subject logs\.app/);
+  await sleep(1500);
+  const jsm = await jetstreamManager(nc);
+  t.deepEqual(await jsm.streams.names().next(), [], 'the sink created no stream');
+  t.is(latestCounter(edge, 'app', 'sinks.js.published'), 0);
+  await createStream(nc, 'LOGS', ['logs.>']);
+  await waitFor(() => latestCounter(edge, 'app', 'sinks.js.published') === total, `every entry published once the stream exists (${latestCounter(edge, 'app', 'sinks.js.published')})`, 60_000);
+  t.is(await streamMessages(nc, 'LOGS'), total);
+  t.is(edge.records.filter((r) => r.msg === 'NATS publish failed, retrying' && r.level === 'error').length, 1, 'ERROR once per outage, then DEBUG');
+});
