@@ -5,13 +5,14 @@ import type { PluginSpec } from '../config/spec.js';
 import { createFileSink, FILE_SINK } from './file.js';
 import { createHttpSink, HTTP_SINK } from './http.js';
 import { createHttpChainSink, HTTP_CHAIN_SINK } from './http-chain.js';
+import { createNatsSink, NATS_SINK } from './nats.js';
 import { createNullSink, NULL_SINK } from './null.js';
 import { createStdoutSink, STDOUT_SINK } from './stdout.js';
 import { createTcpSink, TCP_SINK } from './tcp.js';
 import { createTcpChainSink, TCP_CHAIN_SINK } from './tcp-chain.js';
 import type { SinkFactory } from './types.js';
 
-export type SinkType = 'stdout' | 'null' | 'file' | 'tcp' | 'http' | 'tcp_chain' | 'http_chain';
+export type SinkType = 'stdout' | 'null' | 'file' | 'tcp' | 'http' | 'tcp_chain' | 'http_chain' | 'nats';
 
 export const SINKS = {
   stdout: createStdoutSink,
@@ -21,6 +22,7 @@ export const SINKS = {
   http: createHttpSink,
   tcp_chain: createTcpChainSink,
   http_chain: createHttpChainSink,
+  nats: createNatsSink,
 } satisfies Record<SinkType, SinkFactory>;
 
 /** What docs/configuration.md and `check --explain` say about each type; the factories validate with these fields. */
@@ -32,6 +34,7 @@ export const SINK_SPECS = {
   http: HTTP_SINK,
   tcp_chain: TCP_CHAIN_SINK,
   http_chain: HTTP_CHAIN_SINK,
+  nats: NATS_SINK,
 } satisfies Record<SinkType, PluginSpec>;
 
 export function sinkFactory(type: string): SinkFactory | undefined {

@@ -4,12 +4,13 @@
 import type { PluginSpec } from '../config/spec.js';
 import { createFileSource, FILE_SOURCE } from './file.js';
 import { createHttpChainSource, HTTP_CHAIN_SOURCE } from './http-chain.js';
+import { createNatsSource, NATS_SOURCE } from './nats.js';
 import { createRandomSource, RANDOM_SOURCE } from './random.js';
 import { createStdinSource, STDIN_SOURCE } from './stdin.js';
 import { createTcpChainSource, TCP_CHAIN_SOURCE } from './tcp-chain.js';
 import type { SourceFactory } from './types.js';
 
-export type SourceType = 'random' | 'file' | 'stdin' | 'tcp_chain' | 'http_chain';
+export type SourceType = 'random' | 'file' | 'stdin' | 'tcp_chain' | 'http_chain' | 'nats';
 
 export const SOURCES = {
   random: createRandomSource,
@@ -17,6 +18,7 @@ export const SOURCES = {
   stdin: createStdinSource,
   tcp_chain: createTcpChainSource,
   http_chain: createHttpChainSource,
+  nats: createNatsSource,
 } satisfies Record<SourceType, SourceFactory>;
 
 /** What docs/configuration.md and `check --explain` say about each type; the factories validate with these fields. */
@@ -26,6 +28,7 @@ export const SOURCE_SPECS = {
   stdin: STDIN_SOURCE,
   tcp_chain: TCP_CHAIN_SOURCE,
   http_chain: HTTP_CHAIN_SOURCE,
+  nats: NATS_SOURCE,
 } satisfies Record<SourceType, PluginSpec>;
 
 export function sourceFactory(type: string): SourceFactory | undefined {

@@ -17,6 +17,8 @@ export interface ComposeService {
   readonly healthcheck?: { test?: string[]; disable?: boolean };
   readonly volumes?: string[];
   readonly ports?: string[];
+  /** compose profiles the service belongs to; none: it runs by default */
+  readonly profiles?: string[];
 }
 
 export interface Compose {
@@ -28,9 +30,13 @@ export function readCompose(): Compose {
   return parseYaml(readFileSync(join(ROOT, 'compose.yaml'), 'utf8'), { merge: true }) as Compose;
 }
 
-/** Services that run a node (have a `-c FILE` command), in dependency order. */
-export function nodeServices(compose: Compose): string[] {
-  const names = Object.keys(compose.services).filter((n) => compose.services[n]!.command?.includes('-c'));
+/**
+ * Services that run a node (have a `-c FILE` command), in dependency order: those compose runs
+ * by default, or with `profile` those of that profile (`docker compose --profile nats up`).
+ */
+export function nodeServices(compose: Compose, profile?: string): string[] {
+  const inProfile = (s: ComposeService) => (profile === undefined ? s.profiles === undefined : s.profiles?.includes(profile) === true);
+  const names = Object.keys(compose.services).filter((n) => compose.services[n]!.command?.includes('-c') && inProfile(compose.services[n]!));
   const order: string[] = [];
   const visit = (n: string) => {
     if (order.includes(n) || !names.includes(n)) return;
@@ -68,7 +74,7 @@ export interface LocalEnv {
  * Nothing listens beyond loopback: every `${X_HOST…}` the service's deploy file reads is
  * 127.0.0.1 too (its default may be 0.0.0.0), and a compose `X_HOST` naming no service is refused.
  */
-export async function localEnv(compose: Compose, root: string, pkiDir: string): Promise<LocalEnv> {
+export async function localEnv(compose: Compose, root: string, pkiDir: string, profile?: string): Promise<LocalEnv> {
   const ports = new Map<string, number>();
   const portFor = async (service: string, port: string) => {
     const key = `${service}:${port}`;
@@ -77,7 +83,7 @@ export async function localEnv(compose: Compose, root: string, pkiDir: string): 
   };
   const env: Record<string, Record<string, string>> = {};
   const dirs: Record<string, Record<string, string>> = {};
-  for (const name of nodeServices(compose)) {
+  for (const name of nodeServices(compose, profile)) {
     const src = compose.services[name]!.environment ?? {};
     const out: Record<string, string> = {};
     for (const m of readFileSync(configFileOf(compose.services[name]!), 'utf8').matchAll(/\$\{(\w+_HOST)\b/g)) out[m[1]!] = '127.0.0.1';

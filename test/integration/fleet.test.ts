@@ -21,8 +21,8 @@ test.serial('every deploy/ file passes check and compose wires every chain sink 
   const services = nodeServices(compose);
   t.deepEqual(services.sort(), ['collector', 'edge', 'relay-a', 'relay-b']);
   const deployFiles = readdirSync(join(ROOT, 'deploy')).filter((f) => f.endsWith('.toml'));
-  t.is(deployFiles.length, 3);
-  const used = new Set(services.map((s) => configFileOf(compose.services[s]!)));
+  t.is(deployFiles.length, 5);
+  const used = new Set([...services, ...nodeServices(compose, 'nats')].map((s) => configFileOf(compose.services[s]!)));
   for (const f of deployFiles) t.true(used.has(join(ROOT, 'deploy', f)), `deploy/${f} is used by a service`);
 
   // The container view: each service's config as compose's environment makes it.

@@ -32,5 +32,5 @@ type = "kafka"
     `pipeline=app: failed to create sink out: type: unknown sink type "kafka" (valid types: ${Object.keys(SINKS).sort().join(', ')})`,
     `pipeline=app: failed to create source in: type: unknown source type "kinesis" (valid types: ${Object.keys(SOURCES).sort().join(', ')})`,
   ]);
-  t.regex(errors[0]!, /\(valid types: file, http, http_chain, null, stdout, tcp, tcp_chain\b/);
+  t.regex(errors[0]!, /\(valid types: file, http, http_chain, .*tcp_chain\b/);
 });
