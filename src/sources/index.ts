@@ -4,10 +4,11 @@ import { createFileSource } from './file.js';
 import { createHttpChainSource } from './http-chain.js';
 import { createRandomSource } from './random.js';
 import { createStdinSource } from './stdin.js';
+import { createSyslogSource } from './syslog.js';
 import { createTcpChainSource } from './tcp-chain.js';
 import type { SourceFactory } from './types.js';
 
-export type SourceType = 'random' | 'file' | 'stdin' | 'tcp_chain' | 'http_chain';
+export type SourceType = 'random' | 'file' | 'stdin' | 'tcp_chain' | 'http_chain' | 'syslog';
 
 export const SOURCES = {
   random: createRandomSource,
@@ -15,6 +16,7 @@ export const SOURCES = {
   stdin: createStdinSource,
   tcp_chain: createTcpChainSource,
   http_chain: createHttpChainSource,
+  syslog: createSyslogSource,
 } satisfies Record<SourceType, SourceFactory>;
 
 export function sourceFactory(type: string): SourceFactory | undefined {
