@@ -94,6 +94,11 @@ export const createSyslogSource: SourceFactory = (plugin, ctx): Source => {
       }
       if (ctx.isSaturated()) socket.pause();
     });
+    socket.on('end', () => {
+      now = Date.now();
+      decoder.finish(onFrame);
+      flush();
+    });
     if (!paused) socket.resume();
   };
 

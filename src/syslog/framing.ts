@@ -103,6 +103,18 @@ export class FrameDecoder {
     return true;
   }
 
+  /**
+   * The stream ended: a last frame without its newline is a message; an octet-counted frame
+   * that ended early is kept as far as it came and counts as cut.
+   */
+  finish(onFrame: FrameHandler): void {
+    if (this.atStart && this.countDigits.length === 0) return;
+    if (this.atStart) this.add(Buffer.from(this.countDigits, 'latin1'));
+    this.countDigits = '';
+    if (this.remaining > 0) this.cut = true;
+    this.end(onFrame, true);
+  }
+
   /** Bytes held for the frame being collected (for tests of the bound). */
   get held(): number {
     return this.partBytes + this.countDigits.length;

@@ -9,13 +9,15 @@ import { parseSyslog } from '../../src/syslog/parse.js';
 const NOW = Date.UTC(2026, 10, 24, 12, 0, 0);
 
 /** Frames `input` (split into chunks of `chunkBytes`) decode into, as text with a cut mark. */
-function frames(framing: SourceFraming, input: string | Buffer, max = 1024, chunkBytes = 0): { out: string[]; ok: boolean; held: number } {
+function frames(framing: SourceFraming, input: string | Buffer, max = 1024, chunkBytes = 0, end = false): { out: string[]; ok: boolean; held: number } {
   const d = new FrameDecoder(framing, max);
   const out: string[] = [];
   const buf = typeof input === 'string' ? Buffer.from(input) : input;
   const step = chunkBytes || buf.length || 1;
   let ok = true;
-  for (let i = 0; i < buf.length && ok; i += step) ok = d.push(buf.subarray(i, i + step), (f, cut) => out.push(cut ? `${f.toString()}[cut]` : f.toString()));
+  const onFrame = (f: Buffer, cut: boolean) => out.push(cut ? `${f.toString()}[cut]` : f.toString());
+  for (let i = 0; i < buf.length && ok; i += step) ok = d.push(buf.subarray(i, i + step), onFrame);
+  if (ok && end) d.finish(onFrame);
   return { out, ok, held: d.held };
 }
 
@@ -109,6 +111,13 @@ test('bogus octet counts: too many digits or a leading zero are no count; strict
   t.deepEqual(frames('auto', '99999999999 <1>x\n0 y\n').out, ['99999999999 <1>x', '0 y']);
   t.false(frames('octet_counting', 'hello\n').ok);
   t.deepEqual(frames('octet_counting', '3 abc3 def').out, ['abc', 'def']);
+});
+
+test('at the end of the stream a frame without newline is a message; a short octet-counted one counts as cut', (t) => {
+  t.deepEqual(frames('auto', 'a\nlast', 1024, 0, true).out, ['a', 'last']);
+  t.deepEqual(frames('auto', '10 abc', 1024, 0, true).out, ['abc[cut]']);
+  t.deepEqual(frames('auto', '12', 1024, 0, true).out, ['12']);
+  t.deepEqual(frames('auto', 'a\n', 1024, 0, true).out, ['a']);
 });
 
 test('encodeFrame: octet counts bytes, newline framing escapes line breaks', (t) => {
