@@ -1,0 +1,115 @@
+// The syslog sink's link (DESIGN.md §17) against receivers the test runs: dialling a receiver
+// that is not up yet (backoff, `connected`, `reconnects`), a receiver that drops the link,
+// newline framing with RFC 3164, and UDP datagrams carrying the pipeline's formatted line.
+
+import { createSocket } from 'node:dgram';
+import { createServer, type Server, type Socket } from 'node:net';
+import test from 'ava';
+import { feed, QUICK_BACKOFF, SENDER_HEAD } from '../helpers/chain.js';
+import { freePort, type RunningNode, spawnOwnedNode, tempDir, waitFor, waitReady } from '../helpers/node.js';
+import { latestStatus } from '../helpers/status.js';
+import { localPluginToml } from '../helpers/toml.js';
+import { FrameDecoder } from '../../src/syslog/framing.js';
+import { parseSyslog } from '../../src/syslog/parse.js';
+
+const tmp = tempDir('logrelay-syslog-sink-');
+test.after.always(() => tmp.remove());
+
+/** A node at debug (status every 200 ms) reading stdin into a syslog sink `sys` on `port` with `config` lines. */
+function sender(t: Parameters<typeof spawnOwnedNode>[0], port: number, config: string, head = SENDER_HEAD): RunningNode {
+  const toml = `${head}${localPluginToml('sinks', 'sys', 'syslog', port, `${QUICK_BACKOFF}${config}`)}`;
+  return spawnOwnedNode(t, ['-c', tmp.file(`node-${port}.toml`, toml), '--logging.level=debug', '--status_interval_ms=200'], { stdin: 'pipe' });
+}
+
+/** A TCP receiver decoding frames with `framing`; `frames` fills as they arrive. */
+function receiver(port: number, framing: 'auto' | 'newline' = 'auto') {
+  const frames: string[] = [];
+  const sockets = new Set<Socket>();
+  const server: Server = createServer((s) => {
+    sockets.add(s);
+    s.on('close', () => sockets.delete(s));
+    s.on('error', () => {});
+    const d = new FrameDecoder(framing, 1 << 20);
+    s.on('data', (chunk: Buffer) => d.push(chunk, (f) => frames.push(f.toString())));
+  });
+  const listening = new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
+  return {
+    frames,
+    sockets,
+    listening,
+    close: () => {
+      for (const s of sockets) s.destroy();
+      return new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+const NOW = Date.now();
+const messages = (frames: readonly string[]) => frames.map((f) => parseSyslog(f, NOW, '?').entry.message);
+const numbered = (n: number) => Array.from({ length: n }, (_, i) => `entry ${String(i).padStart(6, '0')}`);
+
+test.serial('a receiver that is not up yet: the sink retries with backoff, then delivers everything', async (t) => {
+  t.timeout(60_000);
+  const port = await freePort();
+  const node = sender(t, port, 'on_full = "block"');
+  await waitReady(node, 'sender');
+  const total = 5000;
+  void feed(node.child.stdin!, total, 1000, 0, false);
+  await waitFor(() => {
+    const s = latestStatus(node, 'send');
+    return s && Number(s['sinks.sys.reconnects']) >= 2 && s['sinks.sys.connected'] === 0;
+  }, 'the sink reports failed attempts');
+  t.true(node.records.some((r) => r.level === 'warn' && r.msg === 'Syslog link cannot connect, retrying'));
+  const recv = receiver(port);
+  t.teardown(() => recv.close());
+  await recv.listening;
+  await waitFor(() => recv.frames.length >= total, `all ${total} frames arrive`, 30_000);
+  t.deepEqual(messages(recv.frames), numbered(total));
+  const parsed = parseSyslog(recv.frames[0]!, NOW, '?').entry;
+  t.is(parsed.source, 'stdin');
+  t.is(parsed.fields?.facility, 'local0');
+  await waitFor(() => latestStatus(node, 'send')?.['sinks.sys.connected'] === 1, 'connected = 1');
+});
+
+test.serial('a receiver that drops the link: the sink reconnects and later entries arrive', async (t) => {
+  t.timeout(60_000);
+  const port = await freePort();
+  const recv = receiver(port, 'newline');
+  t.teardown(() => recv.close());
+  await recv.listening;
+  const node = sender(t, port, 'framing = "newline"\nformat = "rfc3164"\nfacility = 3');
+  await waitReady(node, 'sender');
+  node.child.stdin!.write('first\n{"msg":"two\\nlines","level":"error"}\n');
+  await waitFor(() => recv.frames.length >= 2, 'two frames');
+  const [first, second] = recv.frames.map((f) => parseSyslog(f, NOW, '?').entry);
+  t.deepEqual([first?.source, first?.message, first?.level, first?.fields?.facility], ['stdin', 'first', 'INFO', 'daemon']);
+  t.is(second?.message, 'two#012lines', 'a line break inside a newline-framed message is escaped');
+  t.is(second?.level, 'ERROR');
+  for (const s of recv.sockets) s.destroy();
+  // the sink redials within its backoff (100 ms), quicker than a status report may show connected = 0
+  await waitFor(() => Number(latestStatus(node, 'send')?.['sinks.sys.reconnects']) >= 1, 'the sink notices the drop and redials');
+  node.child.stdin!.write('third\n');
+  await waitFor(() => recv.frames.length >= 3, 'the entry after the drop arrives');
+  t.is(parseSyslog(recv.frames[2]!, NOW, '?').entry.message, 'third');
+  await waitFor(() => latestStatus(node, 'send')?.['sinks.sys.connected'] === 1, 'connected again');
+  t.true(node.records.some((r) => r.msg === 'Syslog link disconnected'));
+});
+
+test.serial('udp with format "line": one datagram per entry carrying the formatted line', async (t) => {
+  t.timeout(30_000);
+  const port = await freePort();
+  const sock = createSocket('udp4');
+  const got: string[] = [];
+  sock.on('message', (m) => got.push(m.toString()));
+  await new Promise<void>((resolve) => sock.bind(port, '127.0.0.1', resolve));
+  t.teardown(() => sock.close());
+  const head = `${SENDER_HEAD}[pipelines.flow.format]\ntype = "json"\n`;
+  const node = sender(t, port, 'mode = "udp"\nformat = "line"', head);
+  await waitReady(node, 'sender');
+  void feed(node.child.stdin!, 100, 10, 10, false);
+  await waitFor(() => got.length >= 100, '100 datagrams');
+  t.deepEqual(
+    got.map((g) => (JSON.parse(g) as { message: string }).message),
+    numbered(100),
+  );
+});
