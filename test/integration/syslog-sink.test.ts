@@ -4,9 +4,11 @@
 
 import { createSocket } from 'node:dgram';
 import { createServer, type Server, type Socket } from 'node:net';
+import { join } from 'node:path';
 import test from 'ava';
-import { feed, QUICK_BACKOFF, SENDER_HEAD } from '../helpers/chain.js';
+import { feed, QUICK_BACKOFF, SENDER_HEAD, tlsBlock } from '../helpers/chain.js';
 import { freePort, type RunningNode, spawnOwnedNode, tempDir, waitFor, waitReady } from '../helpers/node.js';
+import { makePki } from '../helpers/pki.js';
 import { latestStatus } from '../helpers/status.js';
 import { localPluginToml } from '../helpers/toml.js';
 import { FrameDecoder } from '../../src/syslog/framing.js';
@@ -16,9 +18,9 @@ const tmp = tempDir('logrelay-syslog-sink-');
 test.after.always(() => tmp.remove());
 
 /** A node at debug (status every 200 ms) reading stdin into a syslog sink `sys` on `port` with `config` lines. */
-function sender(t: Parameters<typeof spawnOwnedNode>[0], port: number, config: string, head = SENDER_HEAD): RunningNode {
+function sender(t: Parameters<typeof spawnOwnedNode>[0], port: number, config: string, head = SENDER_HEAD, name = `send-${port}`): RunningNode {
   const toml = `${head}${localPluginToml('sinks', 'sys', 'syslog', port, `${QUICK_BACKOFF}${config}`)}`;
-  return spawnOwnedNode(t, ['-c', tmp.file(`node-${port}.toml`, toml), '--logging.level=debug', '--status_interval_ms=200'], { stdin: 'pipe' });
+  return spawnOwnedNode(t, ['-c', tmp.file(`${name}.toml`, toml), '--logging.level=debug', '--status_interval_ms=200'], { stdin: 'pipe' });
 }
 
 /** A TCP receiver decoding frames with `framing`; `frames` fills as they arrive. */
@@ -112,4 +114,32 @@ test.serial('udp with format "line": one datagram per entry carrying the formatt
     got.map((g) => (JSON.parse(g) as { message: string }).message),
     numbered(100),
   );
+});
+
+test.serial('sink to source over mutual TLS with auth: the allowed identity delivers, another is refused and counted', async (t) => {
+  t.timeout(60_000);
+  const pki = makePki(join(tmp.path, 'pki'), ['relay', 'edge-01', 'intruder']);
+  const port = await freePort();
+  const server = { cert_file: pki.cert('relay'), key_file: pki.key('relay'), client_ca_file: pki.ca };
+  const recvToml = `[[pipelines]]
+name = "recv"
+[pipelines.flow.format]
+type = "json"
+${localPluginToml('sources', 'in', 'syslog', port, `${tlsBlock('pipelines.plugin_sources.config', server)}[pipelines.plugin_sources.config.auth]\nallow = ["edge-01"]\n`)}
+[[pipelines.plugin_sinks]]
+type = "stdout"
+`;
+  const recv = spawnOwnedNode(t, ['-c', tmp.file('tls-recv.toml', recvToml), '--logging.level=debug', '--status_interval_ms=200']);
+  await waitReady(recv, 'receiver');
+  const client = (name: string) => tlsBlock('pipelines.plugin_sinks.config', { ca_file: pki.ca, cert_file: pki.cert(name), key_file: pki.key(name) });
+  const good = sender(t, port, client('edge-01'), SENDER_HEAD, 'tls-good');
+  const bad = sender(t, port, client('intruder'), SENDER_HEAD, 'tls-bad');
+  await Promise.all([waitReady(good, 'allowed sender'), waitReady(bad, 'refused sender')]);
+  good.child.stdin!.write('over tls\n');
+  bad.child.stdin!.write('from the intruder\n');
+  await waitFor(() => recv.out.some((l) => l.includes('"over tls"')), 'the allowed entry arrives');
+  await waitFor(() => Number(latestStatus(recv, 'recv')?.['sources.in.auth_rejected']) >= 1, 'auth_rejected counted');
+  t.true(recv.records.some((r) => r.msg === 'Authorization rejected' && r.identity === 'intruder'));
+  t.false(recv.out.some((l) => l.includes('intruder')));
+  await waitFor(() => latestStatus(good, 'send')?.['sinks.sys.connected'] === 1, 'the allowed sender is connected');
 });
