@@ -1,4 +1,5 @@
-// Keys every chain sink shares (DESIGN.md §7): where to dial, who we are, how to back off.
+// Keys every dialling sink shares (DESIGN.md §7): where to dial, how to back off, TLS; chain
+// sinks add who we are (`node`).
 
 import type { PluginConfig } from '../config/schema.js';
 import type { Fields } from '../config/spec.js';
@@ -8,12 +9,11 @@ import { PORT, pluginConfig, SINK_QUEUE_FIELDS } from '../core/plugin-config.js'
 import { TLS_FIELDS, type TlsConfig } from '../net/tls.js';
 import type { OnFull } from '../sinks/types.js';
 
-export interface ChainSinkConfig {
+/** A sink that dials its peer and reconnects with backoff (chain sinks, the syslog sink). */
+export interface DialerSinkConfig {
   /** peer host, default "127.0.0.1" */
   readonly host: string;
   readonly port: number;
-  /** announced node name; default the host name */
-  readonly node?: string;
   readonly buffer_size: number;
   readonly on_full: OnFull;
   readonly backoff_min_ms: number;
@@ -21,19 +21,30 @@ export interface ChainSinkConfig {
   readonly tls: TlsConfig;
 }
 
-export const CHAIN_SINK_FIELDS: Fields = {
+export interface ChainSinkConfig extends DialerSinkConfig {
+  /** announced node name; default the host name */
+  readonly node?: string;
+}
+
+const DIALER_SINK_FIELDS: Fields = {
   host: { t: 'string', def: '127.0.0.1', nonEmpty: true },
   port: PORT,
-  node: { t: 'string', nonEmpty: true },
   ...SINK_QUEUE_FIELDS,
   backoff_min_ms: { t: 'number', def: 250, int: true, min: 1 },
   backoff_max_ms: { t: 'number', def: 30000, int: true, min: 1 },
   ...TLS_FIELDS,
 };
 
+export const CHAIN_SINK_FIELDS: Fields = { ...DIALER_SINK_FIELDS, node: { t: 'string', nonEmpty: true } };
+
 /** Validates a chain sink's config table (with the type's own keys added). */
 export function chainSinkConfig<T extends ChainSinkConfig>(plugin: PluginConfig, own: Fields): T {
-  const cfg = pluginConfig<T>('sink', plugin, { ...CHAIN_SINK_FIELDS, ...own });
+  return dialerSinkConfig<T>(plugin, { ...CHAIN_SINK_FIELDS, ...own });
+}
+
+/** Validates a dialling sink's config table: the shared keys of DIALER_SINK_FIELDS and the type's own. */
+export function dialerSinkConfig<T extends DialerSinkConfig>(plugin: PluginConfig, own: Fields): T {
+  const cfg = pluginConfig<T>('sink', plugin, { ...DIALER_SINK_FIELDS, ...own });
   if (cfg.backoff_max_ms < cfg.backoff_min_ms) {
     throw new PluginError('sink', plugin.id, 'backoff_max_ms', `must be >= backoff_min_ms (${cfg.backoff_min_ms}), got ${cfg.backoff_max_ms}`);
   }
@@ -41,6 +52,6 @@ export function chainSinkConfig<T extends ChainSinkConfig>(plugin: PluginConfig,
 }
 
 /** Reconnect backoff: doubling from backoff_min_ms up to backoff_max_ms, each delay ±20 % jitter. */
-export function chainBackoff(cfg: ChainSinkConfig): Backoff {
+export function chainBackoff(cfg: DialerSinkConfig): Backoff {
   return new Backoff({ min_ms: cfg.backoff_min_ms, max_ms: cfg.backoff_max_ms, jitter: 0.2 });
 }

@@ -7,14 +7,14 @@ import { createSocket, type Socket as UdpSocket } from 'node:dgram';
 import { isIP, connect as netConnect, type Socket } from 'node:net';
 import { hostname } from 'node:os';
 import { type ConnectionOptions, connect as tlsConnect } from 'node:tls';
-import { chainBackoff, type ChainSinkConfig, chainSinkConfig } from '../chain/sink-config.js';
+import { chainBackoff, type DialerSinkConfig, dialerSinkConfig } from '../chain/sink-config.js';
 import { errorMessage, PluginError } from '../core/errors.js';
 import { clientTlsOptions } from '../net/tls.js';
 import { formatSyslog, type HeaderOptions, type SyslogFormat } from '../syslog/format.js';
 import { encodeFrame, type SinkFraming } from '../syslog/framing.js';
 import type { Sink, SinkFactory, SinkItem } from './types.js';
 
-interface SyslogSinkConfig extends ChainSinkConfig {
+interface SyslogSinkConfig extends DialerSinkConfig {
   readonly mode: 'tcp' | 'udp';
   readonly framing: SinkFraming;
   readonly format: SyslogFormat | 'line';
@@ -31,7 +31,7 @@ type State = 'idle' | 'connecting' | 'ready' | 'waiting';
 type Conn = { readonly kind: 'tcp'; readonly socket: Socket } | { readonly kind: 'udp'; readonly socket: UdpSocket };
 
 export const createSyslogSink: SinkFactory = (plugin, ctx): Sink => {
-  const cfg = chainSinkConfig<SyslogSinkConfig>(plugin, {
+  const cfg = dialerSinkConfig<SyslogSinkConfig>(plugin, {
     mode: { t: 'string', def: 'tcp', oneOf: ['tcp', 'udp'] },
     framing: { t: 'string', def: 'octet_counting', oneOf: ['octet_counting', 'newline'] },
     format: { t: 'string', def: 'rfc5424', oneOf: ['rfc5424', 'rfc3164', 'line'] },
@@ -40,7 +40,6 @@ export const createSyslogSink: SinkFactory = (plugin, ctx): Sink => {
     dial_timeout_ms: { t: 'number', def: 5000, int: true, min: 1 },
     write_timeout_ms: { t: 'number', def: 5000, int: true, min: 1 },
   });
-  if (cfg.node !== undefined) throw new PluginError('sink', plugin.id, 'node', 'unknown key (the HOSTNAME is the entry\'s node or this host\'s name)');
   if (cfg.mode === 'udp' && cfg.tls.enabled) throw new PluginError('sink', plugin.id, 'tls', 'applies to mode "tcp" only');
   const tlsOptions: ConnectionOptions | undefined = clientTlsOptions('sink', plugin.id, cfg.tls, cfg.host);
   const header: HeaderOptions = { facility: cfg.facility, hostname: hostname(), appName: cfg.app_name };
