@@ -142,3 +142,28 @@ test.serial('garbage at about 10 MB/s on one connection: good messages on anothe
   t.true(isAlive(worker!), 'the worker was not restarted');
   t.false(node.records.some((r) => r.msg === 'Pipeline process exited unexpectedly'));
 });
+
+test.serial('max_connections refuses the connection beyond it; read_timeout_ms closes a silent one', async (t) => {
+  t.timeout(60_000);
+  const dir = ownedTempDir(t, 'logrelay-syslog-limits-');
+  const port = await freePort();
+  const node = startNodeInDir(t, dir, nodeToml(port).replace(`max_message_bytes = ${MAX}`, 'max_connections = 2\nread_timeout_ms = 1500'));
+  await waitReady(node, 'node');
+  const closed = (s: Socket) => new Promise<void>((resolve) => s.once('close', () => resolve()));
+  const [a, b] = await Promise.all([dial(port), dial(port)]);
+  const aClosed = closed(a);
+  // b talks every 300 ms from the start, a stays silent: a is cut after read_timeout_ms, b is not
+  let sentOnB = 0;
+  const talk = setInterval(() => b.write(`<14>1 - h keep - - - MARK alive ${sentOnB++}\n`), 300);
+  t.teardown(() => clearInterval(talk));
+  await waitFor(() => latestStatus(node, 'p')?.['sources.in.active_connections'] === 2, 'two connections active');
+  const c = await dial(port);
+  await closed(c);
+  await waitFor(() => latestStatus(node, 'p')?.['sources.in.rejected_conns'] === 1, 'the third is counted in rejected_conns');
+  await aClosed;
+  clearInterval(talk);
+  t.false(b.destroyed, 'the talking connection stays');
+  const n = sentOnB;
+  await waitFor(() => printed(node).filter((e) => e.source === 'keep').length === n, `the talking connection delivered all ${n}`);
+  b.destroy();
+});
