@@ -64,13 +64,13 @@ export const createSyslogSource: SourceFactory = (plugin, ctx): Source => {
     counters.total_entries += b.length;
     ctx.emit(b);
   };
-  /** Parses one message into the batch; the caller flushes. */
+  /** Parses one message into the batch; the caller flushes. Before start() (UDP) the batch only fills. */
   const take = (frame: Buffer, truncated: boolean, now: number) => {
     if (truncated) counters.truncated_messages++;
     const parsed = parseSyslog(frame.toString('utf8'), now, plugin.id);
     if (!parsed.ok) counters.parse_errors++;
     batch.push(parsed.entry);
-    if (batch.length >= cfg.buffer_size) flush();
+    if (batch.length >= cfg.buffer_size && started) flush();
   };
 
   const begin = (socket: Socket) => {
@@ -143,11 +143,17 @@ export const createSyslogSource: SourceFactory = (plugin, ctx): Source => {
       flush();
     };
     sock.on('message', (msg: Buffer) => {
-      if (!started || stopping) return;
+      if (stopping) return;
+      // A new generation shares the port from its build on and the kernel hands each datagram
+      // to one reader: what it reads before start() waits in the batch, up to buffer_size.
+      if (!started && batch.length >= cfg.buffer_size) {
+        counters.dropped_entries++;
+        return;
+      }
       const cut = msg.length > cfg.max_message_bytes;
       take(cut ? msg.subarray(0, cfg.max_message_bytes) : msg, cut, Date.now());
       // datagrams come one per event: a batch is what arrived within one turn of the event loop
-      if (!flushScheduled && batch.length > 0) {
+      if (started && !flushScheduled && batch.length > 0) {
         flushScheduled = true;
         setImmediate(flushSoon);
       }
@@ -184,6 +190,7 @@ export const createSyslogSource: SourceFactory = (plugin, ctx): Source => {
     start() {
       if (started) return;
       started = true;
+      flush();
       for (const socket of waiting.splice(0)) if (!socket.destroyed) begin(socket);
     },
     pause() {
@@ -198,7 +205,7 @@ export const createSyslogSource: SourceFactory = (plugin, ctx): Source => {
     async stop() {
       if (stopping) return;
       stopping = true;
-      flush();
+      if (started) flush();
       if (udp) {
         const u = udp;
         await new Promise<void>((resolve) => u.close(() => resolve()));
