@@ -16,7 +16,8 @@ export interface HeaderOptions {
   readonly appName: string;
 }
 
-const MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];
+/** Month abbreviations of the RFC 3164 TIMESTAMP. */
+export const MONTHS: readonly string[] = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];
 
 /**
  * `s` as a header field: printable US-ASCII only (others become `_`), at most `max` characters;

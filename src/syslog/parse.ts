@@ -3,6 +3,7 @@
 // HOSTNAME, facility, PROCID, MSGID and structured data → fields.
 
 import type { Entry } from '../core/entry.js';
+import { MONTHS } from './format.js';
 import { FACILITIES, MAX_PRI, SEVERITY_LEVELS } from './pri.js';
 
 /** An entry parsed from a message; `ok` is false when the message had no valid PRI or a broken RFC 5424 header. */
@@ -15,7 +16,6 @@ export interface Parsed {
 export type StructuredData = Record<string, Record<string, string>>;
 
 const NIL = '-';
-const MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];
 /** RFC 3164 TIMESTAMP: "Mmm dd hh:mm:ss", the day padded with a space. */
 const BSD_TIME = /^(Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) ([ \d]\d) (\d\d):(\d\d):(\d\d) /;
 /** An RFC 3339 timestamp where RFC 3164 has its own (what rsyslog's forward format writes). */
