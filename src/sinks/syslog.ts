@@ -76,24 +76,27 @@ export const createSyslogSink: SinkFactory = (plugin, ctx): Sink => {
     w?.();
   };
 
-  /** Hands `messages` to the connection; a promise when it must drain first. */
-  const send = (c: Conn, messages: string[]): Promise<void> | undefined => {
+  /**
+   * Hands `messages` to the connection; true when that is done now, false when the writer must
+   * wait for release() (TCP 'drain', the UDP send callback, or the link closing).
+   */
+  const send = (c: Conn, messages: string[]): boolean => {
     if (c.kind === 'udp') {
       // One callback per batch: the next batch waits until the kernel took this one, so the
       // dgram send queue stays bounded.
       const last = messages.length - 1;
-      return new Promise<void>((resolve) => {
-        for (let i = 0; i < last; i++) c.socket.send(messages[i]!);
-        c.socket.send(messages[last]!, () => resolve());
-      });
+      for (let i = 0; i < last; i++) c.socket.send(messages[i]!);
+      c.socket.send(messages[last]!, release);
+      return false;
     }
-    if (c.socket.write(messages.join(''))) return undefined;
-    return new Promise<void>((resolve) => {
-      wakeWriter = resolve;
-      const s = c.socket;
-      writeTimer = setTimeout(() => s.destroy(new Error(`write timeout after ${cfg.write_timeout_ms} ms`)), cfg.write_timeout_ms);
-    });
+    if (c.socket.write(messages.join(''))) return true;
+    const s = c.socket;
+    writeTimer = setTimeout(() => s.destroy(new Error(`write timeout after ${cfg.write_timeout_ms} ms`)), cfg.write_timeout_ms);
+    return false;
   };
+
+  /** The writer's wait, woken by release(). */
+  const waitForRelease = () => new Promise<void>((resolve) => (wakeWriter = resolve));
 
   const onReady = (c: Conn) => {
     clearTimeout(dialTimer);
@@ -106,9 +109,7 @@ export const createSyslogSink: SinkFactory = (plugin, ctx): Sink => {
     const messages = pending;
     pending = undefined;
     if (!messages) return;
-    const drained = send(c, messages);
-    if (drained) void drained.then(release);
-    else release();
+    if (send(c, messages)) release();
   };
 
   const onClosed = (c: Conn, failure: string | undefined) => {
@@ -192,12 +193,13 @@ export const createSyslogSink: SinkFactory = (plugin, ctx): Sink => {
     bufferSize: cfg.buffer_size,
     onFull: cfg.on_full,
     write(batch) {
+      if (batch.length === 0) return undefined;
       const now = Date.now();
       const messages = batch.map((item) => encode(item, now));
-      if (state === 'ready' && conn) return send(conn, messages);
+      if (state === 'ready' && conn) return send(conn, messages) ? undefined : waitForRelease();
       pending = messages;
       dial();
-      return new Promise<void>((resolve) => (wakeWriter = resolve));
+      return waitForRelease();
     },
     held: () => pending?.length ?? 0,
     async close(deadline) {

@@ -7,7 +7,7 @@ import { createServer, type Server, type Socket } from 'node:net';
 import { join } from 'node:path';
 import test from 'ava';
 import { feed, QUICK_BACKOFF, SENDER_HEAD, tlsBlock } from '../helpers/chain.js';
-import { freePort, type RunningNode, spawnOwnedNode, tempDir, waitFor, waitReady } from '../helpers/node.js';
+import { freePort, type RunningNode, sleep, spawnOwnedNode, tempDir, waitFor, waitReady } from '../helpers/node.js';
 import { makePki } from '../helpers/pki.js';
 import { latestStatus } from '../helpers/status.js';
 import { localPluginToml } from '../helpers/toml.js';
@@ -71,6 +71,41 @@ test.serial('a receiver that is not up yet: the sink retries with backoff, then 
   t.is(parsed.source, 'stdin');
   t.is(parsed.fields?.facility, 'local0');
   await waitFor(() => latestStatus(node, 'send')?.['sinks.sys.connected'] === 1, 'connected = 1');
+});
+
+test.serial('a receiver that stops reading for a while: the sink waits for drain and loses nothing', async (t) => {
+  t.timeout(120_000);
+  const port = await freePort();
+  const recv = receiver(port);
+  t.teardown(() => recv.close());
+  await recv.listening;
+  const node = sender(t, port, 'on_full = "block"\nwrite_timeout_ms = 60000');
+  await waitReady(node, 'sender');
+  node.child.stdin!.write('first\n');
+  await waitFor(() => recv.sockets.size === 1 && recv.frames.length === 1, 'connected, first frame in');
+  const [socket] = [...recv.sockets];
+  socket!.pause();
+  const total = 200_000;
+  const fed = feed(node.child.stdin!, total, 5000, 0, false);
+  // the kernel buffers fill, write() returns false and the sink waits for 'drain': it stalls
+  const processed = () => Number(latestStatus(node, 'send')?.['sinks.sys.total_processed'] ?? 0);
+  let last = -1;
+  await waitFor(
+    async () => {
+      const before = processed();
+      await sleep(1000);
+      last = processed();
+      return last > 0 && last === before && last < total;
+    },
+    'the sink stalls behind the paused receiver',
+    40_000,
+  );
+  t.log(`stalled at ${last} of ${total}`);
+  socket!.resume();
+  await fed;
+  await waitFor(() => recv.frames.length >= total + 1, `all ${total} frames arrive`, 60_000);
+  t.deepEqual(messages(recv.frames.slice(1)), numbered(total));
+  t.is(recv.frames.length, total + 1);
 });
 
 test.serial('a receiver that drops the link: the sink reconnects and later entries arrive', async (t) => {
