@@ -80,44 +80,49 @@ test.serial('logger over tcp (octet counting, RFC 5424) and udp (RFC 3164): leve
   t.is(status['sources.uin.parse_errors'], 0);
 });
 
-test.serial('rsyslog omfwd (TCP, octet-counted) into the source: every message once', async (t) => {
-  t.timeout(90_000);
-  const dir = ownedTempDir(t, 'logrelay-syslog-omfwd-');
-  const port = await freePort();
-  const node = startNodeInDir(t, dir, sourceNode(port, false));
-  await waitReady(node, 'node');
-  const total = 2000;
-  const input = join(dir.path, 'in.log');
-  const lines = Array.from({ length: total }, (_, i) => `line ${String(i).padStart(5, '0')} from imfile`);
-  writeFileSync(input, `${lines.join('\n')}\n`);
-  const rsyslog = startRsyslog(
-    dir,
-    'fwd',
-    `module(load="imfile")
+for (const [format, template] of [
+  ['traditional forward format (RFC 3164 style)', ''],
+  ['RFC 5424 (RSYSLOG_SyslogProtocol23Format)', 'RSYSLOG_SyslogProtocol23Format'],
+] as const) {
+  test.serial(`rsyslog omfwd (TCP, octet-counted, ${format}) into the source: every message once`, async (t) => {
+    t.timeout(90_000);
+    const dir = ownedTempDir(t, 'logrelay-syslog-omfwd-');
+    const port = await freePort();
+    const node = startNodeInDir(t, dir, sourceNode(port, false));
+    await waitReady(node, 'node');
+    const total = 2000;
+    const input = join(dir.path, 'in.log');
+    const lines = Array.from({ length: total }, (_, i) => `line ${String(i).padStart(5, '0')} from imfile`);
+    writeFileSync(input, `${lines.join('\n')}\n`);
+    const rsyslog = startRsyslog(
+      dir,
+      'fwd',
+      `module(load="imfile")
 input(type="imfile" file="${input}" tag="ftag:" facility="local3" severity="warning" freshStartTail="off")
-${omfwdAction(port)}`,
-  );
-  t.teardown(() => rsyslog.stop());
-  const got = await waitFor(
-    () => {
-      const g = parseOut(node.out);
-      return g.length >= total ? g : undefined;
-    },
-    `all ${total} lines forwarded (rsyslog said: ${rsyslog.output.join('')})`,
-    45_000,
-  );
-  const seen = new Map<string, number>();
-  for (const e of got) seen.set(e.message, (seen.get(e.message) ?? 0) + 1);
-  for (const l of lines) t.is(seen.get(l), 1, l);
-  t.is(got.length, total);
-  t.true(got.every((e) => e.source === 'ftag' && e.level === 'WARN' && e.fields?.facility === 'local3'));
-  const status = await waitFor(() => {
-    const s = latestStatus(node, 'p');
-    return s && s['sources.in.total_entries'] === total ? s : undefined;
-  }, 'counters show every entry');
-  t.is(status['sources.in.parse_errors'], 0);
-  t.is(status['sources.in.active_connections'], 1);
-});
+${omfwdAction(port, template)}`,
+    );
+    t.teardown(() => rsyslog.stop());
+    const got = await waitFor(
+      () => {
+        const g = parseOut(node.out);
+        return g.length >= total ? g : undefined;
+      },
+      `all ${total} lines forwarded (rsyslog said: ${rsyslog.output.join('')})`,
+      45_000,
+    );
+    const seen = new Map<string, number>();
+    for (const e of got) seen.set(e.message, (seen.get(e.message) ?? 0) + 1);
+    for (const l of lines) t.is(seen.get(l), 1, l);
+    t.is(got.length, total);
+    t.true(got.every((e) => e.source === 'ftag' && e.level === 'WARN' && e.fields?.facility === 'local3'));
+    const status = await waitFor(() => {
+      const s = latestStatus(node, 'p');
+      return s && s['sources.in.total_entries'] === total ? s : undefined;
+    }, 'counters show every entry');
+    t.is(status['sources.in.parse_errors'], 0);
+    t.is(status['sources.in.active_connections'], 1);
+  });
+}
 
 test.serial('the sink into rsyslog imtcp: every line once, with severity, app-name and hostname right', async (t) => {
   t.timeout(90_000);
