@@ -206,8 +206,19 @@ function parse3164(s: string, now: number, entry: Entry, fields: Record<string, 
   entry.message = s.slice(pos);
 }
 
+/** The last 3164 timestamp converted: a burst shares its second, and local-time conversion is dear. */
+let lastStamp = '';
+let lastStampTime = 0;
+
 /** A 3164 timestamp in the receiver's local time, in the year that puts it nearest to `now`. */
 function bsdTime(m: RegExpExecArray, now: number): number {
+  if (m[0] === lastStamp && Math.abs(now - lastStampTime) < HALF_YEAR_MS) return lastStampTime;
+  lastStamp = m[0];
+  lastStampTime = convertBsdTime(m, now);
+  return lastStampTime;
+}
+
+function convertBsdTime(m: RegExpExecArray, now: number): number {
   const year = new Date(now).getFullYear();
   const at = (y: number) => new Date(y, MONTHS.indexOf(m[1]!), Number(m[2]!.trim()), Number(m[3]), Number(m[4]), Number(m[5])).getTime();
   let t = at(year);
