@@ -1,4 +1,5 @@
-// Keys every chain sink shares (DESIGN.md §7): where to dial, who we are, how to back off.
+// Keys every dialling sink shares (DESIGN.md §7): where to dial, how to back off, TLS; chain
+// sinks add who we are (`node`).
 
 import type { PluginConfig } from '../config/schema.js';
 import type { Fields, PluginSpec } from '../config/spec.js';
@@ -8,12 +9,11 @@ import { PORT, pluginConfig, SINK_QUEUE_FIELDS } from '../core/plugin-config.js'
 import { TLS_FIELDS, type TlsConfig } from '../net/tls.js';
 import type { OnFull } from '../core/queue.js';
 
-export interface ChainSinkConfig {
+/** A sink that dials its peer and reconnects with backoff (chain sinks, the syslog sink). */
+export interface DialerSinkConfig {
   /** peer host, default "127.0.0.1" */
   readonly host: string;
   readonly port: number;
-  /** announced node name; default the host name */
-  readonly node?: string;
   readonly buffer_size: number;
   readonly on_full: OnFull;
   readonly backoff_min_ms: number;
@@ -21,27 +21,43 @@ export interface ChainSinkConfig {
   readonly tls: TlsConfig;
 }
 
-const CHAIN_SINK_FIELDS: Fields = {
-  host: { t: 'string', def: '127.0.0.1', nonEmpty: true, doc: 'the next node (its chain source) to connect to' },
-  port: { ...PORT, doc: "the next node's chain source port" },
-  node: { t: 'string', nonEmpty: true, doc: 'node name announced to the peer and stamped on entries there; default the host name' },
+export interface ChainSinkConfig extends DialerSinkConfig {
+  /** announced node name; default `node_name` */
+  readonly node?: string;
+}
+
+const DIALER_SINK_FIELDS: Fields = {
+  host: { t: 'string', def: '127.0.0.1', nonEmpty: true, doc: 'the peer to connect to' },
+  port: { ...PORT, doc: "the peer's port" },
   ...SINK_QUEUE_FIELDS,
   backoff_min_ms: { t: 'number', def: 250, int: true, min: 1, doc: 'first reconnect delay; doubles per failure, ±20 % jitter' },
   backoff_max_ms: { t: 'number', def: 30000, int: true, min: 1, doc: 'longest reconnect delay' },
   ...TLS_FIELDS,
 };
 
-/** A chain sink type's keys: the shared ones (peer, queue, backoff, tls) with the type's own added. */
+const CHAIN_SINK_FIELDS: Fields = {
+  ...DIALER_SINK_FIELDS,
+  host: { t: 'string', def: '127.0.0.1', nonEmpty: true, doc: 'the next node (its chain source) to connect to' },
+  port: { ...PORT, doc: "the next node's chain source port" },
+  node: { t: 'string', nonEmpty: true, doc: 'node name announced to the peer and stamped on entries there; default `node_name`' },
+};
+
+/** A chain sink type's keys: the shared ones (peer, node, queue, backoff, tls) with the type's own added. */
 export function chainSinkFields(own: Fields): Fields {
   return { ...CHAIN_SINK_FIELDS, ...own };
 }
 
+/** A dialling sink type's keys (peer, queue, backoff, tls) with the type's own added. */
+export function dialerSinkFields(own: Fields): Fields {
+  return { ...DIALER_SINK_FIELDS, ...own };
+}
+
 /**
- * Validates a chain sink's config table against its type's spec (fields from chainSinkFields).
- * It takes the whole spec, not the type's own fields, so a caller written for the older
- * `(plugin, ownFields)` form fails to compile instead of losing the shared keys.
+ * Validates a dialling sink's config table against its type's spec (fields from chainSinkFields
+ * or dialerSinkFields). It takes the whole spec, not the type's own fields, so a caller written
+ * for an `(plugin, ownFields)` form fails to compile instead of losing the shared keys.
  */
-export function chainSinkConfig<T extends ChainSinkConfig>(plugin: PluginConfig, spec: PluginSpec): T {
+export function dialerSinkConfig<T extends DialerSinkConfig>(plugin: PluginConfig, spec: PluginSpec): T {
   const cfg = pluginConfig<T>('sink', plugin, spec.fields);
   if (cfg.backoff_max_ms < cfg.backoff_min_ms) {
     throw new PluginError('sink', plugin.id, 'backoff_max_ms', `must be >= backoff_min_ms (${cfg.backoff_min_ms}), got ${cfg.backoff_max_ms}`);
@@ -49,7 +65,10 @@ export function chainSinkConfig<T extends ChainSinkConfig>(plugin: PluginConfig,
   return cfg;
 }
 
+/** Validates a chain sink's config table against its type's spec (fields from chainSinkFields). */
+export const chainSinkConfig: <T extends ChainSinkConfig>(plugin: PluginConfig, spec: PluginSpec) => T = dialerSinkConfig;
+
 /** Reconnect backoff: doubling from backoff_min_ms up to backoff_max_ms, each delay ±20 % jitter. */
-export function chainBackoff(cfg: ChainSinkConfig): Backoff {
+export function chainBackoff(cfg: DialerSinkConfig): Backoff {
   return new Backoff({ min_ms: cfg.backoff_min_ms, max_ms: cfg.backoff_max_ms, jitter: 0.2 });
 }

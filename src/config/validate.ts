@@ -7,7 +7,7 @@ import { joinPath } from './spec.js';
 
 /** Plugin types that listen on `host`/`port` (default host 0.0.0.0). */
 const LISTENERS: Readonly<Record<'source' | 'sink', ReadonlySet<string>>> = {
-  source: new Set(['tcp_chain', 'http_chain']),
+  source: new Set(['tcp_chain', 'http_chain', 'syslog']),
   sink: new Set(['tcp', 'http']),
 };
 
@@ -20,7 +20,7 @@ const WILDCARD = new Set(['0.0.0.0', '::', '']);
 export function validateConfig(config: Config): Config {
   const faults: ConfigError[] = [];
   const names = new Set<string>();
-  const listeners: { host: string; port: number; where: string }[] = [];
+  const listeners: { host: string; port: number; udp: boolean; where: string }[] = [];
   const fileSinks = new Map<string, string>();
   let stdinAt: string | undefined;
 
@@ -43,9 +43,11 @@ export function validateConfig(config: Config): Config {
         }
         if (LISTENERS[kind].has(plugin.type) && typeof cfg.port === 'number') {
           const host = typeof cfg.host === 'string' ? cfg.host : '0.0.0.0';
-          const clash = listeners.find((l) => l.port === cfg.port && (l.host === host || WILDCARD.has(l.host) || WILDCARD.has(host)));
+          // a UDP port is another port than the TCP one of the same number (syslog on 514 takes both)
+          const udp = cfg.mode === 'udp';
+          const clash = listeners.find((l) => l.port === cfg.port && l.udp === udp && (l.host === host || WILDCARD.has(l.host) || WILDCARD.has(host)));
           if (clash) faults.push(new ConfigError(joinPath(where, 'port'), `${host}:${cfg.port} is already used by ${clash.where}`));
-          else listeners.push({ host, port: cfg.port, where });
+          else listeners.push({ host, port: cfg.port, udp, where });
         }
         if (kind === 'sink' && plugin.type === 'file' && typeof cfg.directory === 'string' && typeof cfg.name === 'string') {
           const file = `${cfg.directory.replace(/\/+$/, '')}/${cfg.name}`;

@@ -12,16 +12,19 @@ const UNAVAILABLE: Readonly<Record<string, string>> = {
   EACCES: 'permission denied',
 };
 
+/** A failed bind as the plugin's `port` error, marked unavailable when the machine's state is why. */
+export function bindError(kind: PluginKind, id: string, host: string, port: number, err: NodeJS.ErrnoException): PluginError {
+  const known = err.code === undefined ? undefined : UNAVAILABLE[err.code];
+  return new PluginError(kind, id, 'port', `cannot listen on ${host}:${port}: ${known ?? errorMessage(err)}`, known !== undefined);
+}
+
 /**
  * Binds `server` (through the cluster primary in a worker); a failure is the plugin's
  * `port: cannot listen on <host>:<port>: <reason>`, marked unavailable when the address is taken.
  */
 export function bind(server: Server, kind: PluginKind, id: string, host: string, port: number): Promise<void> {
   return new Promise((resolve, reject) => {
-    const fail = (err: NodeJS.ErrnoException) => {
-      const known = err.code === undefined ? undefined : UNAVAILABLE[err.code];
-      reject(new PluginError(kind, id, 'port', `cannot listen on ${host}:${port}: ${known ?? errorMessage(err)}`, known !== undefined));
-    };
+    const fail = (err: NodeJS.ErrnoException) => reject(bindError(kind, id, host, port, err));
     server.once('error', fail);
     server.listen({ host, port }, () => {
       server.removeListener('error', fail);

@@ -8,11 +8,12 @@ import { createHttpChainSink, HTTP_CHAIN_SINK } from './http-chain.js';
 import { createNatsSink, NATS_SINK } from './nats.js';
 import { createNullSink, NULL_SINK } from './null.js';
 import { createStdoutSink, STDOUT_SINK } from './stdout.js';
+import { createSyslogSink, SYSLOG_SINK } from './syslog.js';
 import { createTcpSink, TCP_SINK } from './tcp.js';
 import { createTcpChainSink, TCP_CHAIN_SINK } from './tcp-chain.js';
 import type { SinkFactory } from './types.js';
 
-export type SinkType = 'stdout' | 'null' | 'file' | 'tcp' | 'http' | 'tcp_chain' | 'http_chain' | 'nats';
+export type SinkType = 'stdout' | 'null' | 'file' | 'tcp' | 'http' | 'tcp_chain' | 'http_chain' | 'nats' | 'syslog';
 
 export const SINKS = {
   stdout: createStdoutSink,
@@ -23,6 +24,7 @@ export const SINKS = {
   tcp_chain: createTcpChainSink,
   http_chain: createHttpChainSink,
   nats: createNatsSink,
+  syslog: createSyslogSink,
 } satisfies Record<SinkType, SinkFactory>;
 
 /** What docs/configuration.md and `check --explain` say about each type; the factories validate with these fields. */
@@ -35,6 +37,7 @@ export const SINK_SPECS = {
   tcp_chain: TCP_CHAIN_SINK,
   http_chain: HTTP_CHAIN_SINK,
   nats: NATS_SINK,
+  syslog: SYSLOG_SINK,
 } satisfies Record<SinkType, PluginSpec>;
 
 export function sinkFactory(type: string): SinkFactory | undefined {

@@ -7,10 +7,11 @@ import { createHttpChainSource, HTTP_CHAIN_SOURCE } from './http-chain.js';
 import { createNatsSource, NATS_SOURCE } from './nats.js';
 import { createRandomSource, RANDOM_SOURCE } from './random.js';
 import { createStdinSource, STDIN_SOURCE } from './stdin.js';
+import { createSyslogSource, SYSLOG_SOURCE } from './syslog.js';
 import { createTcpChainSource, TCP_CHAIN_SOURCE } from './tcp-chain.js';
 import type { SourceFactory } from './types.js';
 
-export type SourceType = 'random' | 'file' | 'stdin' | 'tcp_chain' | 'http_chain' | 'nats';
+export type SourceType = 'random' | 'file' | 'stdin' | 'tcp_chain' | 'http_chain' | 'nats' | 'syslog';
 
 export const SOURCES = {
   random: createRandomSource,
@@ -19,6 +20,7 @@ export const SOURCES = {
   tcp_chain: createTcpChainSource,
   http_chain: createHttpChainSource,
   nats: createNatsSource,
+  syslog: createSyslogSource,
 } satisfies Record<SourceType, SourceFactory>;
 
 /** What docs/configuration.md and `check --explain` say about each type; the factories validate with these fields. */
@@ -29,6 +31,7 @@ export const SOURCE_SPECS = {
   tcp_chain: TCP_CHAIN_SOURCE,
   http_chain: HTTP_CHAIN_SOURCE,
   nats: NATS_SOURCE,
+  syslog: SYSLOG_SOURCE,
 } satisfies Record<SourceType, PluginSpec>;
 
 export function sourceFactory(type: string): SourceFactory | undefined {

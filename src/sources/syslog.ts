@@ -1,0 +1,231 @@
+// `syslog` source (DESIGN.md §17): RFC 5424 and RFC 3164 messages over TCP (RFC 6587 framing,
+// TLS and auth as on chain sources) or UDP (one message per datagram). Each read is decoded
+// and parsed synchronously and handed on as one batch; a saturated pipeline pauses TCP reads.
+
+import { createSocket, type Socket as UdpSocket } from 'node:dgram';
+import { isIP, createServer as createNetServer, type Server, type Socket } from 'node:net';
+import { createServer as createTlsServer, type TLSSocket } from 'node:tls';
+import { CHAIN_SOURCE_BUFFER_SIZE, type ChainSourceConfig, chainSourceConfig, chainSourceFields } from '../chain/source-config.js';
+import type { PluginSpec } from '../config/spec.js';
+import type { Entry } from '../core/entry.js';
+import { PluginError } from '../core/errors.js';
+import { bind, bindError, countHandshakeErrors } from '../net/listener.js';
+import { closeSession, openSession } from '../net/session.js';
+import { serverSecurity } from '../net/tls.js';
+import { FrameDecoder, type SourceFraming } from '../syslog/framing.js';
+import { parseSyslog } from '../syslog/parse.js';
+import type { Source, SourceFactory } from './types.js';
+
+interface SyslogSourceConfig extends ChainSourceConfig {
+  readonly mode: 'tcp' | 'udp';
+  readonly framing: SourceFraming;
+  /** longest message kept, bytes; the rest of a longer frame is cut */
+  readonly max_message_bytes: number;
+  /** 0 = unlimited (tcp) */
+  readonly max_connections: number;
+  /** 0 = none (tcp) */
+  readonly read_timeout_ms: number;
+}
+
+export const SYSLOG_SOURCE: PluginSpec = {
+  doc: 'receives syslog messages (RFC 5424 and 3164) over TCP or UDP from rsyslog, syslog-ng, devices and `logger`; no acknowledgement exists in syslog',
+  fields: chainSourceFields({
+    mode: { t: 'string', def: 'tcp', oneOf: ['tcp', 'udp'], doc: 'transport', values: { tcp: 'streams (TLS and auth possible)', udp: 'one message per datagram' } },
+    framing: {
+      t: 'string',
+      def: 'auto',
+      oneOf: ['auto', 'octet_counting', 'newline'],
+      doc: 'TCP framing',
+      values: { auto: 'octet counted when a frame starts with digits and a space, else to the newline', octet_counting: 'RFC 6587 octet counting only', newline: 'to the newline only' },
+    },
+    max_message_bytes: { t: 'number', def: 65536, int: true, min: 64, doc: 'a longer frame is cut and counted in `truncated_messages`' },
+    max_connections: { t: 'number', def: 0, int: true, min: 0, unit: 'connections', doc: 'connections beyond this are refused (`rejected_conns`); 0 = unlimited' },
+    read_timeout_ms: { t: 'number', def: 0, int: true, min: 0, doc: 'a TCP connection silent this long is closed; 0 = none' },
+    buffer_size: CHAIN_SOURCE_BUFFER_SIZE,
+  }),
+};
+
+export const createSyslogSource: SourceFactory = (plugin, ctx): Source => {
+  const cfg = chainSourceConfig<SyslogSourceConfig>(plugin, SYSLOG_SOURCE);
+  if (cfg.mode === 'udp' && (cfg.tls.enabled || cfg.auth)) throw new PluginError('source', plugin.id, cfg.tls.enabled ? 'tls' : 'auth', 'applies to mode "tcp" only');
+  const counters = {
+    total_entries: 0,
+    dropped_entries: 0,
+    active_connections: 0,
+    rejected_conns: 0,
+    parse_errors: 0,
+    truncated_messages: 0,
+    tls_handshake_errors: 0,
+    auth_rejected: 0,
+  };
+  const { tlsOptions, authorize } = serverSecurity('source', plugin.id, cfg, ctx, counters);
+  const connections = new Set<Socket>();
+  /** connections accepted before start(): they wait, unread */
+  const waiting: Socket[] = [];
+  let server: Server | undefined;
+  let udp: UdpSocket | undefined;
+  let started = false;
+  let stopping = false;
+  let paused = false;
+
+  let batch: Entry[] = [];
+  const flush = () => {
+    if (batch.length === 0) return;
+    const b = batch;
+    batch = [];
+    counters.total_entries += b.length;
+    ctx.emit(b);
+  };
+  /** Parses one message into the batch; the caller flushes. Before start() (UDP) the batch only fills. */
+  const take = (frame: Buffer, truncated: boolean, now: number) => {
+    if (truncated) counters.truncated_messages++;
+    const parsed = parseSyslog(frame.toString('utf8'), now, plugin.id);
+    if (!parsed.ok) counters.parse_errors++;
+    batch.push(parsed.entry);
+    if (batch.length >= cfg.buffer_size && started) flush();
+  };
+
+  const begin = (socket: Socket) => {
+    const decoder = new FrameDecoder(cfg.framing, cfg.max_message_bytes);
+    let now = 0;
+    const onFrame = (frame: Buffer, truncated: boolean) => take(frame, truncated, now);
+    if (cfg.read_timeout_ms > 0) {
+      socket.setTimeout(cfg.read_timeout_ms, () => {
+        if (!paused) socket.destroy();
+      });
+    }
+    socket.on('data', (chunk: Buffer) => {
+      now = Date.now();
+      const fits = decoder.push(chunk, onFrame);
+      flush();
+      if (!fits) {
+        // strict octet counting lost the frame boundary: nothing after it can be trusted
+        counters.parse_errors++;
+        socket.destroy();
+        return;
+      }
+      if (ctx.isSaturated()) socket.pause();
+    });
+    socket.on('end', () => {
+      now = Date.now();
+      decoder.finish(onFrame);
+      flush();
+    });
+    if (!paused) socket.resume();
+  };
+
+  const accept = (socket: Socket, tls: boolean) => {
+    socket.pause();
+    socket.on('error', () => {});
+    if (stopping) {
+      socket.destroy();
+      return;
+    }
+    if (cfg.max_connections > 0 && connections.size >= cfg.max_connections) {
+      counters.rejected_conns++;
+      socket.destroy();
+      return;
+    }
+    let identity: string | undefined;
+    if (tls) {
+      const verdict = authorize(socket as TLSSocket);
+      if (!verdict.ok) {
+        socket.destroy();
+        return;
+      }
+      identity = verdict.identity;
+    }
+    const session = openSession(socket, tls, ctx.log, identity);
+    connections.add(socket);
+    counters.active_connections = connections.size;
+    socket.on('close', () => {
+      connections.delete(socket);
+      counters.active_connections = connections.size;
+      closeSession(session, ctx.log);
+    });
+    if (started) begin(socket);
+    else waiting.push(socket);
+  };
+
+  const openUdp = async () => {
+    const sock = createSocket(isIP(cfg.host) === 6 || cfg.host === '::' ? 'udp6' : 'udp4');
+    let flushScheduled = false;
+    const flushSoon = () => {
+      flushScheduled = false;
+      flush();
+    };
+    sock.on('message', (msg: Buffer) => {
+      if (stopping) return;
+      // A new generation shares the port from its build on and the kernel hands each datagram
+      // to one reader: what it reads before start() waits in the batch, up to buffer_size.
+      if (!started && batch.length >= cfg.buffer_size) {
+        counters.dropped_entries++;
+        return;
+      }
+      const cut = msg.length > cfg.max_message_bytes;
+      take(cut ? msg.subarray(0, cfg.max_message_bytes) : msg, cut, Date.now());
+      // datagrams come one per event: a batch is what arrived within one turn of the event loop
+      if (started && !flushScheduled && batch.length > 0) {
+        flushScheduled = true;
+        setImmediate(flushSoon);
+      }
+    });
+    await new Promise<void>((resolve, reject) => {
+      sock.once('error', (err) => reject(bindError('source', plugin.id, cfg.host, cfg.port, err)));
+      sock.bind({ address: cfg.host, port: cfg.port }, () => {
+        sock.removeAllListeners('error');
+        sock.on('error', () => {});
+        resolve();
+      });
+    });
+    udp = sock;
+  };
+
+  return {
+    id: plugin.id,
+    type: 'syslog',
+    counters,
+    pausable: cfg.mode === 'tcp',
+    async open() {
+      if (ctx.checkOnly) return;
+      if (cfg.mode === 'udp') {
+        await openUdp();
+        return;
+      }
+      const srv = tlsOptions
+        ? createTlsServer(tlsOptions, (s) => accept(s, true))
+        : createNetServer({ pauseOnConnect: true }, (s) => accept(s, false));
+      if (tlsOptions) countHandshakeErrors(srv, counters);
+      await bind(srv, 'source', plugin.id, cfg.host, cfg.port);
+      server = srv;
+    },
+    start() {
+      if (started) return;
+      started = true;
+      flush();
+      for (const socket of waiting.splice(0)) if (!socket.destroyed) begin(socket);
+    },
+    pause() {
+      paused = true;
+      for (const socket of connections) socket.pause();
+    },
+    resume() {
+      paused = false;
+      if (stopping || !started) return;
+      for (const socket of connections) if (!socket.destroyed) socket.resume();
+    },
+    async stop() {
+      if (stopping) return;
+      stopping = true;
+      if (started) flush();
+      if (udp) {
+        const u = udp;
+        await new Promise<void>((resolve) => u.close(() => resolve()));
+      }
+      const closing = server ? new Promise<void>((resolve) => server!.close(() => resolve())) : Promise.resolve();
+      // Syslog has no acknowledgement: what the peers sent and we did not read yet is theirs to lose.
+      for (const socket of connections) socket.destroy();
+      await closing;
+    },
+  };
+};
