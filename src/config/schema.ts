@@ -1,6 +1,7 @@
 // The configuration contract (DESIGN.md §3): the schema with every default, and the frozen types
 // the rest of the program reads. Plugin `config` tables are validated by each plugin (sources/, sinks/).
 
+import { AUTH_FIELDS, type AuthConfig, TLS_FIELDS, type TlsConfig } from '../net/tls.js';
 import type { Fields } from './spec.js';
 
 export type LogOutput = 'stderr' | 'stdout' | 'file' | 'none';
@@ -56,6 +57,15 @@ export interface PipelineConfig {
   readonly plugin_sinks: readonly PluginConfig[];
 }
 
+/** The admin endpoint (DESIGN.md §16), served by the primary; applied at start only, like `logging`. */
+export interface AdminConfig {
+  readonly host: string;
+  /** 0 = off */
+  readonly port: number;
+  readonly tls: TlsConfig;
+  readonly auth?: AuthConfig;
+}
+
 export interface Config {
   readonly auto_reload: boolean;
   readonly status_reporter: boolean;
@@ -63,6 +73,7 @@ export interface Config {
   readonly quiet: boolean;
   readonly shutdown_timeout_ms: number;
   readonly logging: LoggingConfig;
+  readonly admin: AdminConfig;
   readonly pipelines: readonly PipelineConfig[];
 }
 
@@ -93,6 +104,15 @@ export const CONFIG_FIELDS: Fields = {
           retention_hours: { t: 'number', def: 168.0, min: 0 },
         },
       },
+    },
+  },
+  admin: {
+    t: 'table',
+    fields: {
+      host: { t: 'string', def: '127.0.0.1', nonEmpty: true },
+      port: { t: 'number', def: 0, int: true, min: 0, max: 65535 },
+      ...TLS_FIELDS,
+      ...AUTH_FIELDS,
     },
   },
   pipelines: {

@@ -8,6 +8,16 @@ import type { SourcePositions } from '../sources/types.js';
 /** Positions of a whole pipeline: source id → file path → position. */
 export type PipelinePositions = Record<string, SourcePositions>;
 
+/** What the admin endpoint shows beside the counters (DESIGN.md §16), sampled with each `stats`. */
+export interface WorkerGauges {
+  /** the worker's resident set size, bytes */
+  readonly rss_bytes: number;
+  /** per plugin id: the earliest notAfter among its certificates, epoch seconds */
+  readonly cert_expiry_seconds: Readonly<Record<string, number>>;
+  /** per file source id: bytes in its files not yet read */
+  readonly file_lag_bytes: Readonly<Record<string, number>>;
+}
+
 export type ToWorker =
   | { readonly type: 'build'; readonly generation: number; readonly pipeline: PipelineConfig; readonly level: LogLevel | 'silent' }
   /**
@@ -23,7 +33,7 @@ export type FromWorker =
   | { readonly type: 'ready' }
   | { readonly type: 'built' }
   | { readonly type: 'build_failed'; readonly error: string }
-  | { readonly type: 'stats'; readonly counters: PipelineCounters; readonly positions: PipelinePositions }
+  | { readonly type: 'stats'; readonly counters: PipelineCounters; readonly positions: PipelinePositions; readonly gauges: WorkerGauges }
   | { readonly type: 'log'; readonly lines: readonly string[] }
   | { readonly type: 'stopped'; readonly abandoned: number; readonly counters: PipelineCounters; readonly positions: PipelinePositions };
 

@@ -154,8 +154,10 @@ export function buildPipeline(cfg: PipelineConfig, opts: BuildOptions): Pipeline
       for (const r of runners) {
         // a batch bigger than the queue must not be dropped for a sink that is idle and could take it now
         if (r.sink.onFull === 'drop' && r.queue.full && !r.busy) pump(r);
-        if (r.sink.onFull === 'drop' && r.queue.full) pipelineCounters.total_dropped_by_sink++;
-        else r.queue.push(item);
+        if (r.sink.onFull === 'drop' && r.queue.full) {
+          pipelineCounters.total_dropped_by_sink++;
+          r.counters.dropped_queue_full!++;
+        } else r.queue.push(item);
       }
     }
     updateSaturation();
@@ -174,7 +176,7 @@ export function buildPipeline(cfg: PipelineConfig, opts: BuildOptions): Pipeline
     try {
       const log = opts.log.child({ pipeline: cfg.name, plugin: plugin.id });
       const sink = factory(plugin, { pipeline: cfg.name, log, checkOnly: opts.checkOnly });
-      runners.push({ sink, queue: new BoundedQueue(sink.bufferSize), counters: { total_processed: 0 }, busy: false });
+      runners.push({ sink, queue: new BoundedQueue(sink.bufferSize), counters: { total_processed: 0, dropped_queue_full: 0, abandoned: 0 }, busy: false });
       if (!opts.checkOnly) opts.log.info({ pipeline: cfg.name, plugin: plugin.id, type: plugin.type }, 'Created sink instance');
     } catch (err) {
       errors.push(errorMessage(err));
@@ -238,7 +240,10 @@ export function buildPipeline(cfg: PipelineConfig, opts: BuildOptions): Pipeline
         }
         await Promise.all(sinks.map((s) => s.close(deadline).catch(() => undefined)));
         let abandoned = 0;
-        for (const r of runners) abandoned += r.queue.clear() + (r.sink.held?.() ?? 0);
+        for (const r of runners) {
+          r.counters.abandoned = r.queue.clear() + (r.sink.held?.() ?? 0);
+          abandoned += r.counters.abandoned;
+        }
         return abandoned;
       })();
       return stopped;
