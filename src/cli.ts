@@ -1,19 +1,18 @@
 // Command line (DESIGN.md §2): run (default), check, tail. The process is the cluster primary itself.
 
-import { readFileSync } from 'node:fs';
 import sade from 'sade';
 import { splitArgs } from './cli-args.js';
 import { checkPipelines } from './check.js';
 import { loadConfig, type Overrides } from './config/load.js';
 import type { Config } from './config/schema.js';
 import { ConfigError, errorMessage, UsageError } from './core/errors.js';
+import { VERSION } from './core/version.js';
 import { EXIT_CONFIG, runPrimary } from './primary/run.js';
 import { parseTailUrl, runTail } from './tail.js';
 
 const EXIT_USAGE = 2;
 const COMMANDS = ['run', 'check', 'tail'];
 
-const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
 
 /** Prints each message as its own `logrelay: …` line on stderr and exits with `code`. */
 function fail(code: number, ...messages: readonly string[]): never {
@@ -46,7 +45,7 @@ function main(argv: string[]): void {
   const first = rest[0];
   if (first !== undefined && !first.startsWith('-') && !COMMANDS.includes(first)) fail(EXIT_USAGE, `unknown command ${first} (try --help)`);
 
-  const prog = sade('logrelay').version(pkg.version);
+  const prog = sade('logrelay').version(VERSION);
   prog.option('-c, --config', 'Configuration file (TOML)');
 
   prog

@@ -1,7 +1,8 @@
 // The primary's run: service log, supervisor, signals, status reporter, auto reload.
 
 import type { Config } from '../config/schema.js';
-import { errorMessage } from '../core/errors.js';
+import { ConfigError, errorMessage } from '../core/errors.js';
+import { type AdminServer, startAdmin } from './admin.js';
 import { createServiceLog } from './service-log.js';
 import { startStatusReporter } from './status.js';
 import { Supervisor } from './supervisor.js';
@@ -9,6 +10,7 @@ import { watchConfigFile } from './watch.js';
 
 export const EXIT_OK = 0;
 export const EXIT_RUNTIME = 1;
+export const EXIT_UNAVAILABLE = 69;
 export const EXIT_CONFIG = 78;
 
 export interface RunOptions {
@@ -51,7 +53,19 @@ export async function runPrimary(opts: RunOptions): Promise<number> {
   process.on('SIGINT', () => onStop('SIGINT'));
   process.on('SIGHUP', () => void sup.reload());
 
+  // Up before the pipelines, so /readyz says 503 while they start.
+  let admin: AdminServer | undefined;
+  try {
+    admin = await startAdmin(opts.config.admin, sup, log);
+  } catch (err) {
+    const config = err instanceof ConfigError;
+    log.error({ error: errorMessage(err) }, config ? 'Invalid admin configuration' : 'Admin endpoint cannot listen');
+    await serviceLog.close();
+    return config ? EXIT_CONFIG : EXIT_UNAVAILABLE;
+  }
+
   if (!(await sup.start())) {
+    await admin?.close();
     await serviceLog.close();
     return EXIT_CONFIG;
   }
@@ -84,6 +98,7 @@ export async function runPrimary(opts: RunOptions): Promise<number> {
   const code = await done;
   stopReporter();
   stopWatch();
+  await admin?.close();
   await serviceLog.close();
   return code;
 }
