@@ -6,7 +6,7 @@ import { parseScalar } from './config/spec.js';
 import { errorMessage, UsageError } from './core/errors.js';
 
 /** Options that belong to the commands themselves, not to the configuration. */
-const COMMAND_OPTIONS = new Set(['c', 'config', 'h', 'help', 'v', 'version', 'ca', 'cert', 'key']);
+const COMMAND_OPTIONS = new Set(['c', 'config', 'h', 'help', 'v', 'version', 'ca', 'cert', 'key', 'once']);
 
 export interface SplitArgs {
   readonly rest: string[];
