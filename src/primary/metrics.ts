@@ -190,9 +190,10 @@ export function createMetrics(): Metrics {
     }
   }
   return {
-    render(s) {
+    async render(s) {
       status = s;
-      return registry.metrics();
+      // prom-client writes a NaN sample (an event-loop lag with no sample yet) as `Nan`; the format says `NaN`.
+      return (await registry.metrics()).replace(/ Nan$/gm, ' NaN');
     },
   };
 }

@@ -98,8 +98,8 @@ function parseLabels(text: string, where: string): { labels: Record<string, stri
 
 /**
  * Parses the exposition text strictly: every family has one HELP and one TYPE before its samples,
- * sample names belong to the family just declared, label syntax is checked, no blank lines inside,
- * and the text ends with a newline. Throws on the first fault, naming the line.
+ * sample names belong to the family just declared, label syntax and values are checked, and the
+ * text ends with a newline. Throws on the first fault, naming the line.
  */
 export function parseExposition(text: string): Map<string, Family> {
   if (!text.endsWith('\n')) throw new Error('exposition does not end with a newline');
@@ -114,7 +114,7 @@ export function parseExposition(text: string): Map<string, Family> {
   const lines = text.slice(0, -1).split('\n');
   lines.forEach((line, n) => {
     const where = `line ${n + 1}`;
-    if (line === '') throw new Error(`${where}: blank line`);
+    if (line === '') return; // the format ignores empty lines (prom-client puts one between families)
     const meta = /^# (HELP|TYPE) (\S+) ?(.*)$/.exec(line);
     if (meta) {
       const [, kind, name, rest] = meta as unknown as [string, string, string, string];
