@@ -1,0 +1,98 @@
+// Admin endpoint under scraping (issue 15, acceptance 6): file → raw → null through a real node
+// with the admin endpoint on, once left alone and once while /metrics takes waves of 1,000
+// concurrent scrapes for the whole run. Prints entries/s for both, with the scrapes served and
+// any that failed. The scrapes are served by the primary from the counters the workers already
+// send, so the pipeline's rate should not move beyond noise. The run ends when the worker has
+// read the whole file (its `rchar` in /proc; the null sink is synchronous), then /status confirms
+// every entry was delivered. `node dist/bench/admin-scrape.js` (BENCH_LINES, default 1,000,000
+// lines of 200 bytes); about a minute.
+
+import { mkdirSync, renameSync } from 'node:fs';
+import { join } from 'node:path';
+import { freePort, spawnNode, tempDir, waitFor } from '../test/helpers/node.js';
+import { fileSourceToml, sinkToml } from '../test/helpers/toml.js';
+import { writeInput } from './input.js';
+import { bytesRead } from './proc.js';
+import { markdownTable, runIfMain } from './report.js';
+
+const LINES = Number(process.env.BENCH_LINES ?? 1_000_000);
+const LINE_BYTES = 200;
+const CONCURRENT = 1000;
+const DEADLINE_MS = 180_000;
+
+interface Result {
+  readonly title: string;
+  readonly ms: number;
+  readonly scrapes: number;
+  readonly failed: number;
+}
+
+interface BenchStatus {
+  pipelines: Record<string, { pid: number | null; counters: { sinks: Record<string, { total_processed?: number }> } }>;
+}
+
+async function status(port: number): Promise<BenchStatus['pipelines'][string] | undefined> {
+  const res = await fetch(`http://127.0.0.1:${port}/status`);
+  return ((await res.json()) as BenchStatus).pipelines.p;
+}
+
+async function scenario(title: string, scrape: boolean): Promise<Result> {
+  const dir = tempDir('logrelay-bench-admin-');
+  try {
+    mkdirSync(join(dir.path, 'in'));
+    const staged = join(dir.path, 'input.log');
+    const size = writeInput(staged, LINES, LINE_BYTES);
+    const port = await freePort();
+    const config = dir.file(
+      'node.toml',
+      `[admin]\nport = ${port}\n[[pipelines]]\nname = "p"\n${fileSourceToml('f', join(dir.path, 'in'), 'check_interval_ms = 10')}${sinkToml('out', 'null')}`,
+    );
+    const node = spawnNode(['-c', config]);
+    try {
+      await waitFor(async () => (await fetch(`http://127.0.0.1:${port}/readyz`).catch(() => undefined))?.status === 200, 'node ready', 30_000);
+      let done = false;
+      let scrapes = 0;
+      let failed = 0;
+      const scraping = (async () => {
+        while (scrape && !done) {
+          const wave = await Promise.allSettled(
+            Array.from({ length: CONCURRENT }, () => fetch(`http://127.0.0.1:${port}/metrics`).then(async (r) => (await r.text(), r.status))),
+          );
+          for (const w of wave) {
+            if (w.status === 'fulfilled' && w.value === 200) scrapes++;
+            else failed++;
+          }
+        }
+      })();
+      const pid = (await status(port))?.pid;
+      if (!pid) throw new Error('no worker pid in /status');
+      const base = bytesRead(pid);
+      const t0 = performance.now();
+      renameSync(staged, join(dir.path, 'in', 'app.log'));
+      await waitFor(() => bytesRead(pid) - base >= size, `${title}: the worker read the input`, DEADLINE_MS);
+      const ms = performance.now() - t0;
+      done = true;
+      await scraping;
+      await waitFor(async () => ((await status(port))?.counters.sinks.out?.total_processed ?? 0) >= LINES, `${title}: ${LINES} entries delivered`, 10_000);
+      return { title, ms, scrapes, failed };
+    } finally {
+      await node.stop();
+    }
+  } finally {
+    dir.remove();
+  }
+}
+
+async function main(): Promise<void> {
+  const results = [await scenario('no scraping', false), await scenario(`waves of ${CONCURRENT.toLocaleString('en-US')} concurrent /metrics`, true)];
+  console.log(`Admin endpoint: ${LINES.toLocaleString('en-US')} entries of ${LINE_BYTES} bytes, file → raw → null (delivery seen in /status, counters sent once a second)\n`);
+  console.log(
+    markdownTable(
+      ['scenario', 'entries/s', 'seconds', 'scrapes served', 'scrapes failed'],
+      results.map((r) => [r.title, Math.round((LINES / r.ms) * 1000).toLocaleString('en-US'), (r.ms / 1000).toFixed(2), r.scrapes.toLocaleString('en-US'), String(r.failed)]),
+      true,
+    ),
+  );
+}
+
+runIfMain(import.meta.url, main);
