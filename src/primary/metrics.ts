@@ -7,6 +7,8 @@ import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
 import type { NodeStatus, PipelineStatus } from './node-status.js';
 
 export const METRICS_CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8';
+/** How long a rendered exposition serves scrapes whose status is unchanged, ms (process_* may be this old). */
+const RENDER_REUSE_MS = 1000;
 
 type Labels = Record<string, string>;
 /** One sample of a family: its labels and value. */
@@ -189,11 +191,22 @@ export function createMetrics(): Metrics {
       });
     }
   }
+  // Counters change once a second (when stats arrive): a scrape whose status is the same as the
+  // last one's, within RENDER_REUSE_MS, gets that text, and concurrent scrapes share one render.
+  let last: { key: string; at: number; text: Promise<string> } | undefined;
   return {
-    async render(s) {
+    render(s) {
+      const key = JSON.stringify({ ...s, uptime_seconds: 0 });
+      const now = Date.now();
+      if (last && last.key === key && now - last.at < RENDER_REUSE_MS) return last.text;
       status = s;
       // prom-client writes a NaN sample (an event-loop lag with no sample yet) as `Nan`; the format says `NaN`.
-      return (await registry.metrics()).replace(/ Nan$/gm, ' NaN');
+      const text = registry.metrics().then((t) => t.replace(/ Nan$/gm, ' NaN'));
+      last = { key, at: now, text };
+      text.catch(() => {
+        if (last?.text === text) last = undefined;
+      });
+      return text;
     },
   };
 }

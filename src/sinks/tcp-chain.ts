@@ -9,6 +9,7 @@ import { chainBackoff, type ChainSinkConfig, chainSinkConfig } from '../chain/si
 import { defaultNode, encodeEntry, helloLine, LineSplitter, parseServerLine } from '../chain/protocol.js';
 import { errorMessage } from '../core/errors.js';
 import { clientTlsOptions } from '../net/tls.js';
+import { createLinkState } from '../chain/link-state.js';
 import type { Sink, SinkFactory } from './types.js';
 
 interface TcpChainSinkConfig extends ChainSinkConfig {
@@ -29,6 +30,7 @@ export const createTcpChainSink: SinkFactory = (plugin, ctx): Sink => {
   const backoff = chainBackoff(cfg);
   const counters = { connected: 0, reconnects: 0, unacked: 0, synthesized: 0 };
   const log = ctx.log;
+  const link = createLinkState(counters, log, `${cfg.host}:${cfg.port}`);
 
   // Entries not yet acknowledged, encoded, oldest first: lines[head..]; the first `sent` of them
   // went out on the current connection.
@@ -114,9 +116,8 @@ export const createTcpChainSink: SinkFactory = (plugin, ctx): Sink => {
           lastAck = 0;
           everConnected = true;
           outageLogged = false;
-          counters.connected = 1;
           backoff.reset();
-          log.debug({ remote: `${cfg.host}:${cfg.port}`, tls: !!tlsOptions, node, unacked: held() }, 'Chain link connected');
+          link.up({ tls: !!tlsOptions, node, unacked: held() });
           sendPending();
         } else if (msg.kind === 'error') {
           failure = `peer refused: ${msg.error}`;
@@ -141,13 +142,13 @@ export const createTcpChainSink: SinkFactory = (plugin, ctx): Sink => {
       const wasReady = state === 'ready';
       state = 'idle';
       sent = 0;
-      counters.connected = 0;
       const fields = { remote: `${cfg.host}:${cfg.port}`, error: failure ?? 'connection closed', unacked: held() };
-      if (wasReady) log.debug(fields, 'Chain link disconnected');
+      // A link that was up says so once (WARN `Chain link down`); a planned close says nothing.
+      link.down({ error: fields.error, unacked: fields.unacked }, closing);
       if (!wasReady || failure) {
         if (!outageLogged && !closing) {
           outageLogged = true;
-          log.warn(fields, everConnected ? 'Chain link lost, reconnecting' : 'Chain link cannot connect, retrying');
+          if (!everConnected) log.warn(fields, 'Chain link cannot connect, retrying');
         } else {
           log.debug(fields, 'Chain link attempt failed');
         }
