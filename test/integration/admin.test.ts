@@ -216,8 +216,17 @@ test.serial('a certificate that expires in 5 days: WARN with days_left, expiry m
   t.is(value, notAfter);
 });
 
-test.serial('other methods answer 405, unknown paths 404', async (t) => {
-  const { port } = await startWithAdmin(t, pipeline('app', `${randomSourceToml('interval_ms = 1000')}${sinkToml('out', 'null')}`));
+test.serial('other methods answer 405, unknown paths 404; 1,000 concurrent scrapes leave delivery whole', async (t) => {
+  const { port } = await startWithAdmin(t, pipeline('app', `${randomSourceToml('interval_ms = 5\nentries_per_tick = 20\ncount = 20000')}${sinkToml('out', 'null')}`));
+  const answers = await Promise.all(Array.from({ length: 1000 }, () => adminRequest(port, '/metrics')));
+  t.deepEqual([...new Set(answers.map((a) => a.status))], [200]);
+  for (const a of answers.slice(0, 10)) parseExposition(a.body);
+  const status = await waitFor(async () => {
+    const s = await adminStatus(port);
+    return s.pipelines.app!.counters.sinks.out!.total_processed === 20000 ? s : undefined;
+  }, 'all 20,000 entries delivered', 30_000);
+  t.true(status.pipelines.app!.drops.every((d) => d.count === 0), 'nothing dropped');
+
   for (const path of ['/livez', '/readyz', '/metrics', '/status']) {
     for (const method of ['POST', 'PUT', 'DELETE']) t.is((await adminRequest(port, path, method)).status, 405, `${method} ${path}`);
     t.is((await adminRequest(port, path)).status, 200, `GET ${path}`);
