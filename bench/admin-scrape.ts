@@ -7,7 +7,7 @@
 // every entry was delivered. `node dist/bench/admin-scrape.js` (BENCH_LINES, default 1,000,000
 // lines of 200 bytes); about a minute.
 
-import { mkdirSync, renameSync } from 'node:fs';
+import { mkdirSync, readFileSync, renameSync } from 'node:fs';
 import { join } from 'node:path';
 import { freePort, spawnNode, tempDir, waitFor } from '../test/helpers/node.js';
 import { fileSourceToml, sinkToml } from '../test/helpers/toml.js';
@@ -25,7 +25,16 @@ interface Result {
   readonly ms: number;
   readonly scrapes: number;
   readonly failed: number;
+  /** CPU seconds over the run: the primary (serving the scrapes), the worker, this scraper */
+  readonly cpu: { readonly primary: number; readonly worker: number; readonly scraper: number };
 }
+
+/** CPU seconds (user + system) a process has used, from /proc/<pid>/stat. */
+function cpuSeconds(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
+}
+const CLOCK_TICKS = 100;
 
 interface BenchStatus {
   pipelines: Record<string, { pid: number | null; counters: { sinks: Record<string, { total_processed?: number }> } }>;
@@ -70,14 +79,18 @@ async function scenario(title: string, waveEveryMs: number | undefined): Promise
       const pid = (await status(port))?.pid;
       if (!pid) throw new Error('no worker pid in /status');
       const base = bytesRead(pid);
+      const primaryPid = node.child.pid!;
+      const cpu0 = { primary: cpuSeconds(primaryPid), worker: cpuSeconds(pid), scraper: process.cpuUsage() };
       const t0 = performance.now();
       renameSync(staged, join(dir.path, 'in', 'app.log'));
       await waitFor(() => bytesRead(pid) - base >= size, `${title}: the worker read the input`, DEADLINE_MS);
       const ms = performance.now() - t0;
+      const scraper = process.cpuUsage(cpu0.scraper);
+      const cpu = { primary: cpuSeconds(primaryPid) - cpu0.primary, worker: cpuSeconds(pid) - cpu0.worker, scraper: (scraper.user + scraper.system) / 1e6 };
       done = true;
       await scraping;
       await waitFor(async () => ((await status(port))?.counters.sinks.out?.total_processed ?? 0) >= LINES, `${title}: ${LINES} entries delivered`, 10_000);
-      return { title, ms, scrapes, failed };
+      return { title, ms, scrapes, failed, cpu };
     } finally {
       await node.stop();
     }
@@ -97,8 +110,17 @@ async function main(): Promise<void> {
   console.log(`Admin endpoint: ${LINES.toLocaleString('en-US')} entries of ${LINE_BYTES} bytes, file → raw → null; the scraper runs on the same machine\n`);
   console.log(
     markdownTable(
-      ['scenario', 'entries/s', 'seconds', 'scrapes served', 'scrapes failed'],
-      results.map((r) => [r.title, Math.round((LINES / r.ms) * 1000).toLocaleString('en-US'), (r.ms / 1000).toFixed(2), r.scrapes.toLocaleString('en-US'), String(r.failed)]),
+      ['scenario', 'entries/s', 'seconds', 'scrapes served', 'scrapes failed', 'CPU s: worker', 'primary', 'scraper'],
+      results.map((r) => [
+        r.title,
+        Math.round((LINES / r.ms) * 1000).toLocaleString('en-US'),
+        (r.ms / 1000).toFixed(2),
+        r.scrapes.toLocaleString('en-US'),
+        String(r.failed),
+        r.cpu.worker.toFixed(2),
+        r.cpu.primary.toFixed(2),
+        r.cpu.scraper.toFixed(2),
+      ]),
       true,
     ),
   );

@@ -1,13 +1,15 @@
 // The admin endpoint (DESIGN.md §16, issue 15) on real nodes: /metrics held to a strict
 // exposition parser with values equal to /status and counters that never go down; /readyz through
 // a crash backoff and a reload handover while /livez stays 200; `Entries dropped` told once;
-// a certificate close to its expiry warned about and exported; other methods and paths refused.
+// a certificate close to its expiry warned about and exported; other methods and paths refused;
+// chain links log up (INFO) and down (WARN) once per transition.
 
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import test from 'ava';
 import { DROP_REASONS } from '../../src/core/drops.js';
 import { FAMILY_NAMES } from '../../src/primary/metrics.js';
+import { chainReceiverToml, chainSinkToml, QUICK_BACKOFF } from '../helpers/chain.js';
 import { adminRequest, adminStatus, type Family, parseExposition, sampleValue } from '../helpers/admin.js';
 import { freePort, type RunningNode, sleep, startOwnedNode, type Teardown, tempDir, waitFor } from '../helpers/node.js';
 import { makePki } from '../helpers/pki.js';
@@ -234,3 +236,30 @@ test.serial('other methods answer 405, unknown paths 404; 1,000 concurrent scrap
   for (const path of ['/', '/metric', '/status/x', '/../etc/passwd']) t.is((await adminRequest(port, path)).status, 404, `GET ${path}`);
   t.is((await adminRequest(port, '/nope', 'POST')).status, 404);
 });
+
+for (const link of ['tcp_chain', 'http_chain'] as const) {
+  test.serial(`${link} sink: INFO Chain link up and WARN Chain link down, once per transition`, async (t) => {
+    const port = await freePort();
+    const receiverToml = chainReceiverToml(link, port);
+    const receiver = startOwnedNode(t, receiverToml);
+    await waitFor(() => receiver.records.some((r) => r.msg === 'Starting pipeline'), 'receiver started');
+    const sender = startOwnedNode(t, `[[pipelines]]\nname = "send"\n${randomSourceToml('interval_ms = 50')}${chainSinkToml('link', link, port, 'sender', QUICK_BACKOFF)}`);
+    const lines = (msg: string) => sender.records.filter((r) => r.msg === msg && r.plugin === 'link');
+    const up = await waitFor(() => lines('Chain link up')[0], 'link up', 20_000);
+    t.is(up.level, 'info');
+    t.is(up.remote, `127.0.0.1:${port}`);
+
+    receiver.signal('SIGKILL');
+    await receiver.exited;
+    const down = await waitFor(() => lines('Chain link down')[0], 'link down', 20_000);
+    t.is(down.level, 'warn');
+    t.is(typeof down.error, 'string');
+
+    const again = startOwnedNode(t, receiverToml);
+    await waitFor(() => again.records.some((r) => r.msg === 'Starting pipeline'), 'receiver started again');
+    await waitFor(() => lines('Chain link up').length === 2, 'link up again', 30_000);
+    await sleep(1500);
+    t.is(lines('Chain link down').length, 1, 'one down line for one outage, however many attempts failed');
+    t.is(lines('Chain link up').length, 2);
+  });
+}
