@@ -57,7 +57,8 @@ export async function startAdmin(cfg: AdminConfig, sup: Supervisor, log: Logger)
   const tlsOptions = adminTlsOptions(cfg);
   const metrics = createMetrics();
   const counters: Record<string, number> = { auth_rejected: 0 };
-  const authorize = createAuthorizer({ auth: cfg.auth, log: log.child({ plugin: 'admin' }), pipeline: '', plugin: 'admin', counters });
+  // No pipeline: the record says `pipeline: null` rather than an empty name.
+  const authorize = createAuthorizer({ auth: cfg.auth, log: log.child({ pipeline: null, plugin: 'admin' }), pipeline: '', plugin: 'admin', counters });
   const allowed = new WeakSet<object>();
 
   const send = (res: ServerResponse, code: number, type: string, body: string, headers: Record<string, string> = {}) => {
