@@ -5,6 +5,8 @@
 // chain links log up (INFO) and down (WARN) once per transition.
 
 import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { request as httpsRequest } from 'node:https';
 import { join } from 'node:path';
 import test from 'ava';
 import { DROP_REASONS } from '../../src/core/drops.js';
@@ -263,3 +265,32 @@ for (const link of ['tcp_chain', 'http_chain'] as const) {
     t.is(lines('Chain link up').length, 2);
   });
 }
+
+test.serial('admin tls and auth: an allowed client certificate reads /metrics, another one gets 403, none fails the handshake', async (t) => {
+  const dir = tempDir('logrelay-admin-tls-');
+  t.teardown(() => dir.remove());
+  const pki = makePki(join(dir.path, 'pki'), ['node', 'ops', 'other']);
+  const port = await freePort();
+  const node = startOwnedNode(
+    t,
+    `[admin]\nport = ${port}\n[admin.tls]\nenabled = true\ncert_file = "${pki.cert('node')}"\nkey_file = "${pki.key('node')}"\nclient_ca_file = "${pki.ca}"\n[admin.auth]\nallow = ["ops"]\n` +
+      pipeline('app', `${randomSourceToml('interval_ms = 1000')}${sinkToml('out', 'null')}`),
+  );
+  const get = (who?: string) =>
+    new Promise<number | string>((resolve) => {
+      const req = httpsRequest(
+        { host: '127.0.0.1', port, path: '/metrics', agent: false, ca: readFileSync(pki.ca), servername: 'localhost', ...(who ? { cert: readFileSync(pki.cert(who)), key: readFileSync(pki.key(who)) } : {}) },
+        (res) => {
+          res.resume();
+          resolve(res.statusCode ?? 0);
+        },
+      );
+      req.on('error', (err) => resolve(err.message));
+      req.end();
+    });
+  await waitFor(async () => (await get('ops')) === 200, 'an allowed client reads /metrics', 30_000);
+  t.is(await get('other'), 403);
+  t.is(typeof (await get()), 'string', 'no client certificate: the handshake fails');
+  const rejected = await waitFor(() => node.records.find((r) => r.msg === 'Authorization rejected'), 'Authorization rejected logged');
+  t.like(rejected, { level: 'warn', plugin: 'admin', identity: 'other' });
+});
