@@ -6,7 +6,7 @@ import { overrideFault, parseScalar } from './config/spec.js';
 import { errorMessage, UsageError } from './core/errors.js';
 
 /** Options that belong to the commands themselves, not to the configuration. */
-const COMMAND_OPTIONS = new Set(['c', 'config', 'h', 'help', 'v', 'version', 'ca', 'cert', 'key', 'explain']);
+const COMMAND_OPTIONS = new Set(['c', 'config', 'h', 'help', 'v', 'version', 'ca', 'cert', 'key', 'explain', 'once']);
 
 export interface SplitArgs {
   readonly rest: string[];

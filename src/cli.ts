@@ -1,6 +1,5 @@
-// Command line (DESIGN.md §2): run (default), check, tail. The process is the cluster primary itself.
+// Command line (DESIGN.md §2): run (default), check, tail, top. The process is the cluster primary itself.
 
-import { readFileSync } from 'node:fs';
 import sade from 'sade';
 import { splitArgs } from './cli-args.js';
 import { checkPipelines } from './check.js';
@@ -8,13 +7,14 @@ import { loadConfig, type Overrides } from './config/load.js';
 import { explainKey } from './config/reference.js';
 import type { Config } from './config/schema.js';
 import { ConfigError, errorMessage, UsageError } from './core/errors.js';
+import { VERSION } from './core/version.js';
 import { EXIT_CONFIG, runPrimary } from './primary/run.js';
 import { parseTailUrl, runTail } from './tail.js';
+import { DEFAULT_ADMIN_URL, runTop, statusUrl } from './top.js';
 
 const EXIT_USAGE = 2;
-const COMMANDS = ['run', 'check', 'tail'];
+const COMMANDS = ['run', 'check', 'tail', 'top'];
 
-const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
 
 /** What `--help` says after sade's commands and options. */
 const HELP_MORE = `  Configuration overrides
@@ -52,6 +52,9 @@ function fail(code: number, ...messages: readonly string[]): never {
   process.exit(code);
 }
 
+/** A string option's value; sade gives `true` for a flag left without its value. */
+const file = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);
+
 function load(file: string | undefined, flags: Overrides): Config {
   return loadConfig({ file, env: process.env, flags });
 }
@@ -77,7 +80,7 @@ function main(argv: string[]): void {
   const first = rest[0];
   if (first !== undefined && !first.startsWith('-') && !COMMANDS.includes(first)) fail(EXIT_USAGE, `unknown command ${first} (try --help)`);
 
-  const prog = sade('logrelay').version(pkg.version);
+  const prog = sade('logrelay').version(VERSION);
   prog.option('-c, --config', 'Configuration file (TOML)');
 
   prog
@@ -120,9 +123,25 @@ function main(argv: string[]): void {
     .example('tail http://127.0.0.1:8080/stream')
     .example('tail https://collector:8443/stream --ca ca.crt --cert me.crt --key me.key')
     .action((url: string, opts: { ca?: unknown; cert?: unknown; key?: unknown }) => {
-      const file = (v: unknown) => (typeof v === 'string' ? v : undefined);
       parseTailUrl(url);
       runTail({ url, ca: file(opts.ca), cert: file(opts.cert), key: file(opts.key) }).then(
+        (code) => process.exit(code),
+        (err: unknown) => fail(1, errorMessage(err)),
+      );
+    });
+
+  prog
+    .command('top [url]', `Live view of a node from its admin endpoint (default ${DEFAULT_ADMIN_URL}); q quits.`)
+    .option('--once', 'Print one plain snapshot and exit (also when stdout is not a terminal)')
+    .option('--ca', 'CA certificate (PEM) that verifies the server')
+    .option('--cert', 'Client certificate (PEM)')
+    .option('--key', 'Client key (PEM)')
+    .example('top')
+    .example('top http://10.0.0.5:9598 --once')
+    .action((url: string | undefined, opts: { once?: unknown; ca?: unknown; cert?: unknown; key?: unknown }) => {
+      const target = url ?? DEFAULT_ADMIN_URL;
+      statusUrl(target);
+      runTop({ url: target, once: opts.once === true, ca: file(opts.ca), cert: file(opts.cert), key: file(opts.key) }).then(
         (code) => process.exit(code),
         (err: unknown) => fail(1, errorMessage(err)),
       );

@@ -2,6 +2,7 @@
 // the rest of the program reads. Plugin `config` tables are validated by each plugin (sources/, sinks/).
 
 import { hostname } from 'node:os';
+import { AUTH_FIELDS, type AuthConfig, TLS_FIELDS, type TlsConfig } from '../net/tls.js';
 import type { Fields } from './spec.js';
 
 export type LogOutput = 'stderr' | 'stdout' | 'file' | 'none';
@@ -70,6 +71,15 @@ export interface PipelineConfig {
   readonly plugin_sinks: readonly PluginConfig[];
 }
 
+/** The admin endpoint (DESIGN.md §16), served by the primary; applied at start only, like `logging`. */
+export interface AdminConfig {
+  readonly host: string;
+  /** 0 = off */
+  readonly port: number;
+  readonly tls: TlsConfig;
+  readonly auth?: AuthConfig;
+}
+
 export interface Config {
   /** this node's name: default `node` of chain sinks, part of entry ids */
   readonly node_name: string;
@@ -83,6 +93,7 @@ export interface Config {
   readonly quiet: boolean;
   readonly shutdown_timeout_ms: number;
   readonly logging: LoggingConfig;
+  readonly admin: AdminConfig;
   readonly pipelines: readonly PipelineConfig[];
 }
 
@@ -130,6 +141,16 @@ export const CONFIG_FIELDS: Fields = {
           retention_hours: { t: 'number', def: 168.0, min: 0, doc: 'delete rotated files older than this' },
         },
       },
+    },
+  },
+  admin: {
+    t: 'table',
+    doc: 'the admin endpoint, served by the primary: /livez, /readyz, /metrics (Prometheus), /status; applied at start only',
+    fields: {
+      host: { t: 'string', def: '127.0.0.1', nonEmpty: true, doc: 'address to listen on' },
+      port: { t: 'number', def: 0, int: true, min: 0, max: 65535, doc: 'port to listen on; 0 = off (compose files use 9598)' },
+      ...TLS_FIELDS,
+      ...AUTH_FIELDS,
     },
   },
   pipelines: {

@@ -9,6 +9,16 @@ import type { SourcePositions } from '../sources/types.js';
 /** Positions of a whole pipeline: source id → file path → position. */
 export type PipelinePositions = Record<string, SourcePositions>;
 
+/** What the admin endpoint shows beside the counters (DESIGN.md §16), sampled with each `stats`. */
+export interface WorkerGauges {
+  /** the worker's resident set size, bytes */
+  readonly rss_bytes: number;
+  /** per plugin id: the earliest notAfter among its certificates, epoch seconds */
+  readonly cert_expiry_seconds: Readonly<Record<string, number>>;
+  /** per file source id: bytes in its files not yet read */
+  readonly file_lag_bytes: Readonly<Record<string, number>>;
+}
+
 export type ToWorker =
   | {
       readonly type: 'build';
@@ -39,7 +49,13 @@ export type FromWorker =
   /** `unavailable`: a resource the configuration names is not available (address in use), not a configuration fault */
   | { readonly type: 'build_failed'; readonly error: string; readonly unavailable: boolean }
   /** `dedup`: ids whose entries were done since the last message (DESIGN.md §14) */
-  | { readonly type: 'stats'; readonly counters: PipelineCounters; readonly positions: PipelinePositions; readonly dedup?: DedupWindow }
+  | {
+      readonly type: 'stats';
+      readonly counters: PipelineCounters;
+      readonly positions: PipelinePositions;
+      readonly gauges: WorkerGauges;
+      readonly dedup?: DedupWindow;
+    }
   | { readonly type: 'log'; readonly lines: readonly string[] }
   | {
       readonly type: 'stopped';

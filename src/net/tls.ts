@@ -8,6 +8,7 @@ import type { Fields } from '../config/spec.js';
 import type { Counters } from '../core/counters.js';
 import { errorMessage, type PluginKind, PluginError } from '../core/errors.js';
 import type { Logger } from '../core/log.js';
+import { noteCertificates } from './cert-expiry.js';
 import { remoteOf } from './session.js';
 
 export interface TlsConfig {
@@ -21,6 +22,8 @@ export interface TlsConfig {
   /** dialer: the name to verify; defaults to the host */
   readonly server_name?: string;
   readonly min_version: '1.2' | '1.3';
+  /** days before a certificate's notAfter from which it is warned about (DESIGN.md §16); default 14 */
+  readonly expiry_warning_days: number;
 }
 
 export type IdentityKind = 'cn' | 'san_dns' | 'san_uri' | 'san_email';
@@ -42,6 +45,7 @@ export const TLS_FIELDS: Fields = {
       ca_file: { t: 'string', doc: "dialers: trust these roots (PEM) instead of the system's" },
       server_name: { t: 'string', doc: 'dialers: the name the server certificate must carry; default the host' },
       min_version: { t: 'string', def: '1.3', oneOf: ['1.2', '1.3'], doc: 'oldest TLS version accepted' },
+      expiry_warning_days: { t: 'number', def: 14, min: 0, unit: 'days', doc: 'warn (`Certificate expires soon`) when a certificate of the plugin expires within this many days' },
     },
   },
 };
@@ -63,13 +67,17 @@ export const AUTH_FIELDS: Fields = {
   },
 };
 
-function readPem(kind: PluginKind, id: string, key: string, path: string | undefined): Buffer {
+/** Reads a PEM file of a plugin's tls block; a certificate file is noted for its expiry (§16). */
+function readPem(kind: PluginKind, id: string, key: string, path: string | undefined, tls: TlsConfig): Buffer {
   if (!path) throw new PluginError(kind, id, `tls.${key}`, 'is required when tls is enabled');
+  let pem: Buffer;
   try {
-    return readFileSync(path);
+    pem = readFileSync(path);
   } catch (err) {
     throw new PluginError(kind, id, `tls.${key}`, `cannot read ${path}: ${errorMessage(err)}`);
   }
+  if (key !== 'key_file') noteCertificates(id, tls.expiry_warning_days, path, pem);
+  return pem;
 }
 
 const version = (v: '1.2' | '1.3'): SecureVersion => (v === '1.2' ? 'TLSv1.2' : 'TLSv1.3');
@@ -78,12 +86,12 @@ const version = (v: '1.2' | '1.3'): SecureVersion => (v === '1.2' ? 'TLSv1.2' : 
 export function serverTlsOptions(kind: PluginKind, id: string, tls: TlsConfig): TlsOptions | undefined {
   if (!tls.enabled) return undefined;
   const opts: TlsOptions = {
-    cert: readPem(kind, id, 'cert_file', tls.cert_file),
-    key: readPem(kind, id, 'key_file', tls.key_file),
+    cert: readPem(kind, id, 'cert_file', tls.cert_file, tls),
+    key: readPem(kind, id, 'key_file', tls.key_file, tls),
     minVersion: version(tls.min_version),
   };
   if (tls.client_ca_file) {
-    opts.ca = readPem(kind, id, 'client_ca_file', tls.client_ca_file);
+    opts.ca = readPem(kind, id, 'client_ca_file', tls.client_ca_file, tls);
     opts.requestCert = true;
     opts.rejectUnauthorized = true;
   }
@@ -98,10 +106,10 @@ export function clientTlsOptions(kind: PluginKind, id: string, tls: TlsConfig, h
   // SNI may not carry an IP address (RFC 6066; Node warns with DEP0123): an IP name is only verified.
   if (isIP(name) === 0) opts.servername = name;
   else if (name !== host) opts.checkServerIdentity = (_host, cert) => checkServerIdentity(name, cert);
-  if (tls.ca_file) opts.ca = readPem(kind, id, 'ca_file', tls.ca_file);
+  if (tls.ca_file) opts.ca = readPem(kind, id, 'ca_file', tls.ca_file, tls);
   if (tls.cert_file || tls.key_file) {
-    opts.cert = readPem(kind, id, 'cert_file', tls.cert_file);
-    opts.key = readPem(kind, id, 'key_file', tls.key_file);
+    opts.cert = readPem(kind, id, 'cert_file', tls.cert_file, tls);
+    opts.key = readPem(kind, id, 'key_file', tls.key_file, tls);
   }
   // Node checks IP-address names only against IP SANs; server_name decides what is verified.
   return opts;

@@ -1,7 +1,8 @@
 // The primary's run: service log, supervisor, signals, status reporter, auto reload.
 
 import type { Config } from '../config/schema.js';
-import { errorMessage } from '../core/errors.js';
+import { ConfigError, errorMessage } from '../core/errors.js';
+import { type AdminServer, startAdmin } from './admin.js';
 import { type Checkpointer, DataDirInUse, lockDataDir, readCheckpoint, startCheckpointer } from './checkpoint.js';
 import { createServiceLog } from './service-log.js';
 import { startStatusReporter } from './status.js';
@@ -78,8 +79,21 @@ export async function runPrimary(opts: RunOptions): Promise<number> {
   process.on('SIGINT', () => onStop('SIGINT'));
   process.on('SIGHUP', () => void sup.reload());
 
+  // Up before the pipelines, so /readyz says 503 while they start.
+  let admin: AdminServer | undefined;
+  try {
+    admin = await startAdmin(opts.config.admin, sup, log);
+  } catch (err) {
+    const config = err instanceof ConfigError;
+    log.error({ error: errorMessage(err) }, config ? 'Invalid admin configuration' : 'Admin endpoint cannot listen');
+    await release();
+    await serviceLog.close();
+    return config ? EXIT_CONFIG : EXIT_UNAVAILABLE;
+  }
+
   const started = await sup.start();
   if (started !== 'started') {
+    await admin?.close();
     await release();
     await serviceLog.close();
     return started === 'unavailable' ? EXIT_UNAVAILABLE : EXIT_CONFIG;
@@ -113,6 +127,7 @@ export async function runPrimary(opts: RunOptions): Promise<number> {
   const code = await done;
   stopReporter();
   stopWatch();
+  await admin?.close();
   // after the drain: the final acknowledged positions and windows
   await release();
   await serviceLog.close();

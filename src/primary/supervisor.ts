@@ -9,7 +9,7 @@ import type { PipelineCounters } from '../core/counters.js';
 import { errorMessage } from '../core/errors.js';
 import type { Logger } from '../core/log.js';
 import { DedupSet } from '../flow/dedup.js';
-import { type FromWorker, isFromWorker, type PipelinePositions, type ToWorker } from '../ipc/messages.js';
+import { type FromWorker, isFromWorker, type PipelinePositions, type ToWorker, type WorkerGauges } from '../ipc/messages.js';
 import type { CheckpointState, PipelineCheckpoint } from './checkpoint.js';
 import type { ServiceLog } from './service-log.js';
 
@@ -52,6 +52,7 @@ class PipelineWorker {
   /** how it exited, once it has */
   exit: { code: number | null; signal: string | null } | undefined;
   counters: PipelineCounters | undefined;
+  gauges: WorkerGauges | undefined;
   readonly built: Promise<void>;
   readonly exited: Promise<{ code: number | null; signal: string | null }>;
   private stopped: StopResult | undefined;
@@ -148,6 +149,24 @@ class PipelineWorker {
 /** How the first generation's start ended: `invalid` exits 78, `unavailable` 69 (DESIGN.md §2). */
 export type StartResult = 'started' | 'invalid' | 'unavailable';
 
+/** What `/readyz` says of a pipeline; only `running` is ready. */
+export type PipelineState = 'starting' | 'running' | 'reloading' | 'backoff' | 'stopping';
+
+/** One pipeline as the admin endpoint reads it. */
+export interface PipelineView {
+  readonly name: string;
+  readonly config: PipelineConfig;
+  readonly state: PipelineState;
+  readonly pid: number | undefined;
+  readonly restarts: number;
+  /** the latest counters its worker sent; undefined before the first */
+  readonly counters: PipelineCounters | undefined;
+  readonly gauges: WorkerGauges | undefined;
+  readonly positions: PipelinePositions;
+  /** per sink id: entries abandoned by this pipeline's stopped workers */
+  readonly abandoned: Readonly<Record<string, number>>;
+}
+
 /** The reason alone, for records that carry the pipeline in their own field. */
 const buildFailure = (err: unknown) => (err instanceof PipelineBuildError ? err.reason : errorMessage(err));
 
@@ -188,6 +207,12 @@ export class Supervisor {
   private reloading: Promise<void> | undefined;
   private reloadQueued = false;
   private shuttingDown = false;
+  /** the old generation is being stopped for a new one (reload steps 4 and 5) */
+  private handingOver = false;
+  /** reloads that put a new configuration in force, and ones refused */
+  readonly reloads = { ok: 0, failed: 0 };
+  /** per pipeline name, per sink id: entries abandoned by stopped workers (§16 reason `abandoned`) */
+  private readonly abandoned = new Map<string, Record<string, number>>();
   private readonly startedAt = Date.now();
   /** the data_dir checkpoint's counters, shown with every pipeline's */
   checkpointCounters: { readonly checkpoint_writes: number; readonly checkpoint_errors: number } | undefined;
@@ -245,11 +270,13 @@ export class Supervisor {
         return;
       case 'stats':
         pw.counters = msg.counters;
+        pw.gauges = msg.gauges;
         if (msg.dedup) this.windowFor(pw.pipeline)?.load(msg.dedup);
         if (pw.state === 'running' && this.current.get(pw.name) === pw) this.setPositions(pw.name, msg.positions);
         return;
       case 'stopped':
         pw.counters = msg.counters;
+        this.carryAbandoned(pw.name, msg.counters);
         if (msg.dedup) this.windowFor(pw.pipeline)?.load(msg.dedup);
         pw.onStopped({ abandoned: msg.abandoned, clean: msg.abandoned === 0 });
         if (pw.state !== 'building' && pw.state !== 'built') this.setPositions(pw.name, msg.positions);
@@ -455,6 +482,7 @@ export class Supervisor {
     try {
       next = this.opts.reloadConfig();
     } catch (err) {
+      this.reloads.failed++;
       this.log.error({ error: errorMessage(err) }, 'Failed to bootstrap new service, keeping old service running');
       return;
     }
@@ -467,6 +495,7 @@ export class Supervisor {
       // The failed generation is gone before the record says so: only the old one runs.
       for (const w of fresh) w.kill();
       await Promise.all(fresh.map((w) => w.exited));
+      this.reloads.failed++;
       this.log.error({ error }, 'Failed to bootstrap new service, keeping old service running');
       return;
     }
@@ -476,6 +505,7 @@ export class Supervisor {
     }
     // Old generation out: sources stop, queues drain, clients closed, final positions reported.
     this.generation = generation;
+    this.handingOver = true;
     for (const t of this.restartTimers.values()) clearTimeout(t);
     this.restartTimers.clear();
     const old = [...this.current.values()];
@@ -487,6 +517,8 @@ export class Supervisor {
     this.config = next;
     this.opts.log.setQuiet(next.quiet);
     for (const w of fresh) this.startWorker(w);
+    this.handingOver = false;
+    this.reloads.ok++;
     this.log.info({ generation }, 'Configuration reloaded');
     this.opts.onReloaded?.(next);
   }
@@ -517,6 +549,41 @@ export class Supervisor {
       name: w.name,
       counters: { ...(w.counters ?? {}), restarts: this.restarts.get(w.name) ?? 0, ...this.checkpointCounters },
     }));
+  }
+
+  private carryAbandoned(name: string, counters: PipelineCounters): void {
+    const carried = this.abandoned.get(name) ?? {};
+    for (const [id, c] of Object.entries(counters.sinks)) carried[id] = (carried[id] ?? 0) + (c.abandoned ?? 0);
+    this.abandoned.set(name, carried);
+  }
+
+  /**
+   * Each pipeline of the configuration in force as the admin endpoint sees it (DESIGN.md §16):
+   * its state, process, restarts, latest counters and gauges, and file positions.
+   */
+  pipelineViews(): PipelineView[] {
+    return this.config.pipelines.map((p) => {
+      const w = this.current.get(p.name);
+      return {
+        name: p.name,
+        config: p,
+        state: this.stateOf(p.name, w),
+        pid: w?.state === 'exited' ? undefined : w?.pid,
+        restarts: this.restarts.get(p.name) ?? 0,
+        counters: w?.counters,
+        gauges: w?.gauges,
+        positions: this.positions.get(p.name) ?? {},
+        abandoned: this.abandoned.get(p.name) ?? {},
+      };
+    });
+  }
+
+  private stateOf(name: string, w: PipelineWorker | undefined): PipelineState {
+    if (this.shuttingDown) return 'stopping';
+    if (this.handingOver) return 'reloading';
+    if (this.restartTimers.has(name) || w?.state === 'exited') return 'backoff';
+    if (w?.state === 'running') return 'running';
+    return 'starting';
   }
 
   uptimeSeconds(): number {

@@ -12,6 +12,7 @@ import { defaultNode, encodeEntry, HEADER_NODE, HEADER_PROTOCOL, NDJSON, PROTOCO
 import { settleAll } from '../core/ack.js';
 import { errorMessage } from '../core/errors.js';
 import { clientTlsOptions } from '../net/tls.js';
+import { createLinkState } from '../chain/link-state.js';
 import type { Sink, SinkFactory, SinkItem } from './types.js';
 
 interface HttpChainSinkConfig extends ChainSinkConfig {
@@ -66,6 +67,7 @@ export const createHttpChainSink: SinkFactory = (plugin, ctx): Sink => {
   const backoff = chainBackoff(cfg);
   const counters = { connected: 0, reconnects: 0, batches_sent: 0, dropped_batches: 0, synthesized: 0 };
   const log = ctx.log;
+  const link = createLinkState(counters, log, `${cfg.host}:${cfg.port}`);
   const headers = {
     'Content-Type': NDJSON,
     [HEADER_PROTOCOL]: String(PROTOCOL_VERSION),
@@ -159,13 +161,13 @@ export const createHttpChainSink: SinkFactory = (plugin, ctx): Sink => {
     });
     req.setTimeout(cfg.request_timeout_ms, () => req.destroy(new Error(`no answer within request_timeout_ms (${cfg.request_timeout_ms} ms)`)));
     req.on('error', (err) => {
-      counters.connected = 0;
+      link.down({ error: errorMessage(err) }, closing);
       settle(() => retry(batch, errorMessage(err)));
     });
     req.on('response', (res) => {
       res.resume();
       const status = res.statusCode ?? 0;
-      counters.connected = 1;
+      link.up({ status });
       settle(() => {
         if (status >= 200 && status < 300) {
           counters.batches_sent++;

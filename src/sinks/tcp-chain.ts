@@ -11,6 +11,7 @@ import { defaultNode, encodeEntry, helloLine, LineSplitter, parseServerLine } fr
 import { settleAll } from '../core/ack.js';
 import { errorMessage } from '../core/errors.js';
 import { clientTlsOptions } from '../net/tls.js';
+import { createLinkState } from '../chain/link-state.js';
 import type { Sink, SinkFactory, SinkItem } from './types.js';
 
 interface TcpChainSinkConfig extends ChainSinkConfig {
@@ -36,6 +37,7 @@ export const createTcpChainSink: SinkFactory = (plugin, ctx): Sink => {
   const backoff = chainBackoff(cfg);
   const counters = { connected: 0, reconnects: 0, unacked: 0, synthesized: 0 };
   const log = ctx.log;
+  const link = createLinkState(counters, log, `${cfg.host}:${cfg.port}`);
 
   // Entries not yet acknowledged, encoded, oldest first: lines[head..] (items[head..] the same
   // entries, settled once acknowledged); the first `sent` of them went out on the current connection.
@@ -125,9 +127,8 @@ export const createTcpChainSink: SinkFactory = (plugin, ctx): Sink => {
           lastAck = 0;
           everConnected = true;
           outageLogged = false;
-          counters.connected = 1;
           backoff.reset();
-          log.debug({ remote: `${cfg.host}:${cfg.port}`, tls: !!tlsOptions, node, unacked: held() }, 'Chain link connected');
+          link.up({ tls: !!tlsOptions, node, unacked: held() });
           sendPending();
         } else if (msg.kind === 'error') {
           failure = `peer refused: ${msg.error}`;
@@ -152,13 +153,13 @@ export const createTcpChainSink: SinkFactory = (plugin, ctx): Sink => {
       const wasReady = state === 'ready';
       state = 'idle';
       sent = 0;
-      counters.connected = 0;
       const fields = { remote: `${cfg.host}:${cfg.port}`, error: failure ?? 'connection closed', unacked: held() };
-      if (wasReady) log.debug(fields, 'Chain link disconnected');
+      // A link that was up says so once (WARN `Chain link down`); a planned close says nothing.
+      link.down({ error: fields.error, unacked: fields.unacked }, closing);
       if (!wasReady || failure) {
         if (!outageLogged && !closing) {
           outageLogged = true;
-          log.warn(fields, everConnected ? 'Chain link lost, reconnecting' : 'Chain link cannot connect, retrying');
+          if (!everConnected) log.warn(fields, 'Chain link cannot connect, retrying');
         } else {
           log.debug(fields, 'Chain link attempt failed');
         }

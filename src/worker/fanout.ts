@@ -32,7 +32,7 @@ export interface FanoutHooks {
   /** writes what a runner holds now, if it is idle */
   pump(r: SinkRunner): void;
   /** an entry a full dropping sink could not take (`all`) */
-  dropped(): void;
+  dropped(r: SinkRunner): void;
 }
 
 const isLive = (r: SinkRunner) => r.sink.linkUp?.() !== false;
@@ -56,7 +56,7 @@ function allFanout(runners: readonly SinkRunner[], hooks: FanoutHooks): Fanout {
           // a batch bigger than the queue must not be dropped for a sink that is idle and could take it now
           if (!r.busy) hooks.pump(r);
           if (r.queue.full) {
-            hooks.dropped();
+            hooks.dropped(r);
             continue;
           }
         }

@@ -5,6 +5,9 @@
 import { errorMessage, PluginError } from '../core/errors.js';
 import { createLogger, type Logger } from '../core/log.js';
 import { type FromWorker, isToWorker, type ToWorker } from '../ipc/messages.js';
+import { watchCertificates } from '../net/cert-expiry.js';
+import { createDropWarner, type DropWarner } from './drop-warn.js';
+import { sampleGauges } from './gauges.js';
 import { IpcLogStream } from './ipc-log.js';
 import { buildPipeline, type Pipeline } from './pipeline.js';
 
@@ -17,6 +20,7 @@ const logStream = new IpcLogStream();
 let log: Logger | undefined;
 let pipeline: Pipeline | undefined;
 let statsTimer: NodeJS.Timeout | undefined;
+let dropWarner: DropWarner | undefined;
 
 function send(msg: FromWorker, done?: () => void): void {
   if (!process.connected) return;
@@ -24,7 +28,11 @@ function send(msg: FromWorker, done?: () => void): void {
 }
 
 function sendStats(): void {
-  if (pipeline) send({ type: 'stats', counters: pipeline.counters(), positions: pipeline.positions(), dedup: pipeline.doneIds() });
+  if (!pipeline) return;
+  const counters = pipeline.counters();
+  const positions = pipeline.positions();
+  dropWarner?.check(counters);
+  send({ type: 'stats', counters, positions, gauges: sampleGauges(positions), dedup: pipeline.doneIds() });
 }
 
 async function onMessage(msg: ToWorker): Promise<void> {
@@ -34,6 +42,8 @@ async function onMessage(msg: ToWorker): Promise<void> {
       try {
         pipeline = buildPipeline(msg.pipeline, { log, checkOnly: false, debug: msg.level === 'debug', node: msg.node });
         await pipeline.open();
+        watchCertificates(log, pipeline.name);
+        dropWarner = createDropWarner(log, pipeline.name, Object.fromEntries(msg.pipeline.plugin_sinks.map((p) => [p.id, p.type])));
         logStream.flush();
         send({ type: 'built' });
       } catch (err) {
@@ -51,6 +61,8 @@ async function onMessage(msg: ToWorker): Promise<void> {
       if (statsTimer) clearInterval(statsTimer);
       const abandoned = pipeline ? await pipeline.stop(msg.timeout_ms) : 0;
       if (abandoned > 0 && pipeline) log?.error({ pipeline: pipeline.name, abandoned }, 'Drain deadline passed, entries abandoned');
+      // losses since the last tick are told now, not lost with the process
+      if (pipeline) dropWarner?.check(pipeline.counters(), true);
       // A cut drain may leave a write stuck in the thread pool (a stalled disk or FIFO), and exit()
       // joins the pool's threads: it would hang until the primary's kill. What was abandoned is
       // reported first, so the process may end at once.

@@ -193,7 +193,7 @@ export function buildPipeline(cfg: PipelineConfig, opts: BuildOptions): Pipeline
         failover: cfg.fanout === 'any' ? (items) => !!ref.sink && failover(ref.sink, items) : undefined,
       });
       ref.sink = sink;
-      runners.push({ sink, queue: new BoundedQueue(sink.bufferSize), counters: { total_processed: 0 }, busy: false });
+      runners.push({ sink, queue: new BoundedQueue(sink.bufferSize), counters: { total_processed: 0, dropped_queue_full: 0, abandoned: 0 }, busy: false });
       if (!opts.checkOnly) opts.log.info({ pipeline: cfg.name, plugin: plugin.id, type: plugin.type }, 'Created sink instance');
     } catch (err) {
       errors.push(errorMessage(err));
@@ -201,8 +201,9 @@ export function buildPipeline(cfg: PipelineConfig, opts: BuildOptions): Pipeline
   }
   const fanout: Fanout = createFanout(cfg.fanout ?? 'all', runners, {
     pump,
-    dropped: () => {
+    dropped: (r) => {
       pipelineCounters.total_dropped_by_sink++;
+      r.counters.dropped_queue_full!++;
     },
   });
   // ids are stamped once, before the fan-out, when an entry may leave this node (DESIGN.md §14)
@@ -267,7 +268,10 @@ export function buildPipeline(cfg: PipelineConfig, opts: BuildOptions): Pipeline
         }
         await Promise.all(sinks.map((s) => s.close(deadline).catch(() => undefined)));
         let abandoned = 0;
-        for (const r of runners) abandoned += r.queue.clear() + (r.sink.held?.() ?? 0);
+        for (const r of runners) {
+          r.counters.abandoned = r.queue.clear() + (r.sink.held?.() ?? 0);
+          abandoned += r.counters.abandoned;
+        }
         return abandoned;
       })();
       return stopped;

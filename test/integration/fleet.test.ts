@@ -32,6 +32,16 @@ test.serial('every deploy/ file passes check and compose wires every chain sink 
     t.true(existsSync(configFileOf(service)), `${name}: ${configFileOf(service)} exists`);
     t.true(service.init, `${name}: init: true`);
     t.truthy(service.healthcheck?.test, `${name}: health check`);
+    // Issue 15: every node serves its admin endpoint on 9598, not published, and is healthy when ready.
+    t.regex(service.healthcheck?.test?.join(' ') ?? '', /\/readyz/, `${name}: health check asks /readyz`);
+    t.is(service.environment?.ADMIN_PORT, '9598', `${name}: admin endpoint on 9598`);
+    t.false((service.ports ?? []).some((p) => p.includes('9598')), `${name}: admin port not published`);
+    t.false((service.volumes ?? []).some((v) => v.startsWith('pki-ca:')), `${name}: the CA key volume is not mounted`);
+    t.deepEqual(
+      (service.volumes ?? []).filter((v) => v.startsWith('pki')),
+      [`pki-${name}:/pki:ro`],
+      `${name}: mounts only its own certificates`,
+    );
     configs.set(name, loadConfig({ file: configFileOf(service), env: service.environment ?? {}, flags: new Map() }));
     // The local view: the project's own `check` builds every plugin (certificates read).
     const check = spawnOwnedNode(t, ['check', ...(service.command ?? [])], { env: local.env[name] });
@@ -139,6 +149,16 @@ for (const restart of [false, true]) {
     const appLog = join(fleet.local.dirs.edge!.APP_LOG_DIR!, 'app.log');
     await writeLines(appLog, 'dual', 1, 1000, 20, 10);
     await waitFor(() => collected().has('dual-000500'), 'lines flow to the collector');
+    if (!restart) {
+      // Each node's compose health check, run as compose would with the node's environment: all ready.
+      const compose = readCompose();
+      for (const name of nodeServices(compose)) {
+        const [, node, ...args] = compose.services[name]!.healthcheck!.test!;
+        t.is(node, 'node');
+        const r = spawnSync(process.execPath, args, { env: { ...process.env, ...fleet.local.env[name] }, timeout: 10_000 });
+        t.is(r.status, 0, `${name}: health check passes`);
+      }
+    }
     await fleet.kill('relay-a');
     await writeLines(appLog, 'dual', 1001, 2000, 20, 10);
     if (restart) {

@@ -32,6 +32,8 @@ function counterNames(): Set<string> {
     readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? walk(join(dir, e.name)) : e.name.endsWith('.ts') ? [join(dir, e.name)] : []));
   for (const file of walk(join(ROOT, 'src'))) {
     for (const [, body] of readFileSync(file, 'utf8').matchAll(/counters(?:: Counters)?\s*[=:]\s*\{([^{}]*)\}/g)) {
+      // a type's declaration of the counters (readonly members) names no counter of its own
+      if (body!.includes('readonly ')) continue;
       for (const [, name] of body!.matchAll(/([a-z_]+):/g)) names.add(name!);
     }
   }

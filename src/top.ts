@@ -1,0 +1,147 @@
+// `logrelay top [URL]`: a live terminal view of a node from its admin endpoint's `/status`
+// (DESIGN.md §2, §16): one row per pipeline and component with rates per second, drops by reason,
+// link states and restarts, redrawn every second; `q` quits. `--once`, or a stdout that is not a
+// terminal, prints one plain snapshot (two samples a second apart, for the rates) and exits.
+
+import { readFileSync } from 'node:fs';
+import { get as httpGet } from 'node:http';
+import { get as httpsGet } from 'node:https';
+import { errorMessage, UsageError } from './core/errors.js';
+import type { NodeStatus } from './primary/node-status.js';
+
+export const DEFAULT_ADMIN_URL = 'http://127.0.0.1:9598';
+const REFRESH_MS = 1000;
+const REQUEST_TIMEOUT_MS = 5000;
+
+export interface TopOptions {
+  readonly url: string;
+  readonly once: boolean;
+  readonly ca?: string;
+  readonly cert?: string;
+  readonly key?: string;
+}
+
+/** Checks the URL now (a usage error, exit 2); returns its `/status` address. */
+export function statusUrl(url: string): URL {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw new UsageError(`top: not a URL: ${url}`);
+  }
+  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new UsageError(`top: URL must be http or https, got ${url}`);
+  parsed.pathname = `${parsed.pathname.replace(/\/+$/, '')}/status`;
+  return parsed;
+}
+
+function fetchStatus(url: URL, tls: { ca?: Buffer; cert?: Buffer; key?: Buffer }): Promise<NodeStatus> {
+  return new Promise((resolve, reject) => {
+    const get = url.protocol === 'https:' ? httpsGet : httpGet;
+    const req = get(url, { ...tls, timeout: REQUEST_TIMEOUT_MS }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (c: string) => (body += c));
+      res.on('end', () => {
+        if (res.statusCode !== 200) reject(new Error(`${url.href}: HTTP ${res.statusCode}`));
+        else {
+          try {
+            resolve(JSON.parse(body) as NodeStatus);
+          } catch (err) {
+            reject(new Error(`${url.href}: ${errorMessage(err)}`));
+          }
+        }
+      });
+    });
+    req.on('timeout', () => req.destroy(new Error(`${url.href}: no answer within ${REQUEST_TIMEOUT_MS} ms`)));
+    req.on('error', reject);
+  });
+}
+
+const HEAD = ['PIPELINE', 'COMPONENT', 'KIND', 'TYPE', 'STATE', 'TOTAL', 'RATE/s', 'DROPS', 'LINK', 'RESTARTS'];
+
+const rate = (now: number, before: number | undefined, seconds: number): string =>
+  before === undefined || seconds <= 0 ? '-' : String(Math.max(0, Math.round((now - before) / seconds)));
+
+/** The table for `cur`, with rates against `prev` (taken `seconds` earlier); plain text, no escapes. */
+export function renderTop(cur: NodeStatus, prev: NodeStatus | undefined, seconds: number, url = ''): string {
+  const rows: string[][] = [HEAD];
+  for (const [name, p] of Object.entries(cur.pipelines)) {
+    const before = prev?.pipelines[name];
+    const drops = (component?: string) =>
+      p.drops
+        .filter((d) => d.count > 0 && (component === undefined || d.component === component))
+        .map((d) => `${d.reason}=${d.count}`)
+        .join(' ') || '0';
+    const flow = p.counters.flow.total_processed ?? 0;
+    rows.push([name, '', 'pipeline', '', p.state, String(flow), rate(flow, before?.counters.flow.total_processed, seconds), drops(), '', String(p.restarts)]);
+    for (const kind of ['sources', 'sinks'] as const) {
+      const key = kind === 'sources' ? 'total_entries' : 'total_processed';
+      for (const [id, c] of Object.entries(p.counters[kind])) {
+        const total = c[key] ?? 0;
+        rows.push(['', id, kind.slice(0, -1), p.types[kind][id] ?? '', '', String(total), rate(total, before?.counters[kind][id]?.[key], seconds), drops(id), p.links[id] ?? '', '']);
+      }
+    }
+  }
+  const widths = HEAD.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
+  const lines = rows.map((r) => r.map((cell, i) => cell.padEnd(widths[i]!)).join('  ').trimEnd());
+  const title = `logrelay ${cur.version} node ${cur.node}${url ? ` (${url})` : ''}  generation ${cur.generation}  uptime ${cur.uptime_seconds}s  ${cur.ready ? 'ready' : 'NOT READY'}`;
+  return `${title}\n\n${lines.join('\n')}\n`;
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Runs the view until `q` (or one snapshot); resolves the exit code. */
+export async function runTop(opts: TopOptions): Promise<number> {
+  const url = statusUrl(opts.url);
+  const tls = {
+    ...(opts.ca ? { ca: readFileSync(opts.ca) } : {}),
+    ...(opts.cert ? { cert: readFileSync(opts.cert) } : {}),
+    ...(opts.key ? { key: readFileSync(opts.key) } : {}),
+  };
+  const shown = opts.url;
+  if (opts.once || !process.stdout.isTTY) {
+    const first = await fetchStatus(url, tls);
+    const t0 = Date.now();
+    await sleep(REFRESH_MS);
+    const second = await fetchStatus(url, tls);
+    process.stdout.write(renderTop(second, first, (Date.now() - t0) / 1000, shown));
+    return 0;
+  }
+
+  const out = process.stdout;
+  let quit!: () => void;
+  const quitting = new Promise<void>((resolve) => (quit = resolve));
+  const stdin = process.stdin;
+  if (stdin.isTTY) stdin.setRawMode(true);
+  stdin.setEncoding('utf8');
+  stdin.on('data', (key: string) => {
+    if (key === 'q' || key === 'Q' || key === '\u0003') quit();
+  });
+  stdin.resume();
+  out.write('\x1b[?1049h\x1b[?25l');
+  let prev: { status: NodeStatus; at: number } | undefined;
+  let stopped = false;
+  const loop = (async () => {
+    while (!stopped) {
+      let screen: string;
+      try {
+        const status = await fetchStatus(url, tls);
+        const at = Date.now();
+        screen = renderTop(status, prev?.status, prev ? (at - prev.at) / 1000 : 0, shown);
+        prev = { status, at };
+      } catch (err) {
+        screen = `logrelay top: ${errorMessage(err)} (retrying)\n`;
+      }
+      if (stopped) break;
+      out.write(`\x1b[H\x1b[2J${screen}\nq quits\n`);
+      await Promise.race([sleep(REFRESH_MS), quitting]);
+    }
+  })();
+  await quitting;
+  stopped = true;
+  await loop;
+  out.write('\x1b[?25h\x1b[?1049l');
+  if (stdin.isTTY) stdin.setRawMode(false);
+  stdin.pause();
+  return 0;
+}
