@@ -40,3 +40,16 @@ export function chainSourceFields(own: Fields): Fields {
 export function chainSourceConfig<T extends ChainSourceConfig>(plugin: PluginConfig, spec: PluginSpec): T {
   return pluginConfig<T>('source', plugin, spec.fields);
 }
+
+/** The counters every listening source keeps (chain sources, the syslog source: DESIGN.md §9, §17). */
+export function chainSourceCounters() {
+  return {
+    total_entries: 0,
+    dropped_entries: 0,
+    active_connections: 0,
+    rejected_conns: 0,
+    parse_errors: 0,
+    tls_handshake_errors: 0,
+    auth_rejected: 0,
+  };
+}

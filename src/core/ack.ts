@@ -58,3 +58,16 @@ export class InOrder<T> {
     if (last) this.onAdvance(last.value);
   }
 }
+
+/**
+ * Resolves once `arm`'s wake function is called (what was emitted is done) or at `deadline`
+ * (epoch ms), whichever comes first: how a stopping source waits to acknowledge what it emitted.
+ */
+export async function doneBy(deadline: number, arm: (wake: () => void) => void): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await new Promise<void>((resolve) => {
+    arm(resolve);
+    timer = setTimeout(resolve, Math.max(0, deadline - Date.now()));
+  });
+  clearTimeout(timer);
+}

@@ -702,11 +702,9 @@ export const createFileSource: SourceFactory = (plugin, ctx): Source => {
       run();
       tailTimer = setInterval(run, TAIL_INTERVAL_MS);
       try {
-        // a file that grows is read at once, not at the next poll (latency); a new name is news for discovery
-        watcher = watch(cfg.directory, { persistent: false }, (event) => {
-          if (event === 'rename') discoverDue = true;
-          run();
-        });
+        // a file that grows is read at once, not at the next poll (latency); discovery of new
+        // files stays on check_interval_ms, as the contract says
+        watcher = watch(cfg.directory, { persistent: false }, run);
         watcher.on('error', () => {
           watcher?.close();
           watcher = undefined;

@@ -10,6 +10,7 @@ import type { TLSSocket } from 'node:tls';
 import { decodeEntry, HEADER_ACCEPTED, HEADER_NODE, HEADER_PROTOCOL, PROTOCOL_VERSION, RETRY_AFTER_S } from '../chain/protocol.js';
 import { CHAIN_SOURCE_BUFFER_SIZE, type ChainSourceConfig, chainSourceConfig, chainSourceFields } from '../chain/source-config.js';
 import type { PluginSpec } from '../config/spec.js';
+import { doneBy } from '../core/ack.js';
 import type { Entry } from '../core/entry.js';
 import { bind, countHandshakeErrors } from '../net/listener.js';
 import { closeSession, openSession, type Session } from '../net/session.js';
@@ -273,12 +274,7 @@ export const createHttpChainSource: SourceFactory = (plugin, ctx): Source => {
       // Requests under way are answered once their entries are done (the pipeline drains on
       // meanwhile), until the deadline; then everyone goes.
       if (answering > 0) {
-        let wait: NodeJS.Timeout | undefined;
-        await new Promise<void>((resolve) => {
-          drained = resolve;
-          wait = setTimeout(resolve, Math.max(0, deadline - Date.now()));
-        });
-        clearTimeout(wait);
+        await doneBy(deadline, (wake) => (drained = wake));
       }
       const timer = setTimeout(() => srv.closeAllConnections(), 500);
       await closed;

@@ -10,6 +10,7 @@ import { AckPolicy, type Consumer, DeliverPolicy, jetstream, jetstreamManager, t
 import type { NatsConnection } from '@nats-io/transport-node';
 import { decodeEntry } from '../chain/protocol.js';
 import { CHAIN_SOURCE_BUFFER_SIZE } from '../chain/source-config.js';
+import { doneBy } from '../core/ack.js';
 import type { Entry } from '../core/entry.js';
 import { errorMessage } from '../core/errors.js';
 import type { PluginSpec } from '../config/spec.js';
@@ -201,12 +202,7 @@ export const createNatsSource: SourceFactory = (plugin, ctx): Source => {
       flush();
       // what was emitted drains on and is acknowledged as it is done, until the deadline
       if (counters.unacked > 0) {
-        let timer: NodeJS.Timeout | undefined;
-        await new Promise<void>((resolve) => {
-          drained = resolve;
-          timer = setTimeout(resolve, Math.max(0, deadline - Date.now()));
-        });
-        clearTimeout(timer);
+        await doneBy(deadline, (wake) => (drained = wake));
         drained = undefined;
       }
       await link.close(deadline);

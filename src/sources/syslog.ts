@@ -5,7 +5,7 @@
 import { createSocket, type Socket as UdpSocket } from 'node:dgram';
 import { isIP, createServer as createNetServer, type Server, type Socket } from 'node:net';
 import { createServer as createTlsServer, type TLSSocket } from 'node:tls';
-import { CHAIN_SOURCE_BUFFER_SIZE, type ChainSourceConfig, chainSourceConfig, chainSourceFields } from '../chain/source-config.js';
+import { CHAIN_SOURCE_BUFFER_SIZE, type ChainSourceConfig, chainSourceConfig, chainSourceCounters, chainSourceFields } from '../chain/source-config.js';
 import type { PluginSpec } from '../config/spec.js';
 import type { Entry } from '../core/entry.js';
 import { PluginError } from '../core/errors.js';
@@ -48,16 +48,7 @@ export const SYSLOG_SOURCE: PluginSpec = {
 export const createSyslogSource: SourceFactory = (plugin, ctx): Source => {
   const cfg = chainSourceConfig<SyslogSourceConfig>(plugin, SYSLOG_SOURCE);
   if (cfg.mode === 'udp' && (cfg.tls.enabled || cfg.auth)) throw new PluginError('source', plugin.id, cfg.tls.enabled ? 'tls' : 'auth', 'applies to mode "tcp" only');
-  const counters = {
-    total_entries: 0,
-    dropped_entries: 0,
-    active_connections: 0,
-    rejected_conns: 0,
-    parse_errors: 0,
-    truncated_messages: 0,
-    tls_handshake_errors: 0,
-    auth_rejected: 0,
-  };
+  const counters = { ...chainSourceCounters(), truncated_messages: 0 };
   const { tlsOptions, authorize } = serverSecurity('source', plugin.id, cfg, ctx, counters);
   const connections = new Set<Socket>();
   /** connections accepted before start(): they wait, unread */

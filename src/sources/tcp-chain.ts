@@ -6,9 +6,9 @@
 import { createServer as createNetServer, type Server, type Socket } from 'node:net';
 import { createServer as createTlsServer, type TLSSocket } from 'node:tls';
 import { ackLine, decodeEntry, errorLine, LineSplitter, OK_LINE, parseHello } from '../chain/protocol.js';
-import { CHAIN_SOURCE_BUFFER_SIZE, type ChainSourceConfig, chainSourceConfig, chainSourceFields } from '../chain/source-config.js';
+import { CHAIN_SOURCE_BUFFER_SIZE, type ChainSourceConfig, chainSourceConfig, chainSourceCounters, chainSourceFields } from '../chain/source-config.js';
 import type { PluginSpec } from '../config/spec.js';
-import { InOrder } from '../core/ack.js';
+import { doneBy, InOrder } from '../core/ack.js';
 import type { Entry } from '../core/entry.js';
 import { bind, countHandshakeErrors } from '../net/listener.js';
 import { closeSession, openSession, type Session } from '../net/session.js';
@@ -54,15 +54,7 @@ export const TCP_CHAIN_SOURCE: PluginSpec = {
 
 export const createTcpChainSource: SourceFactory = (plugin, ctx): Source => {
   const cfg = chainSourceConfig<TcpChainSourceConfig>(plugin, TCP_CHAIN_SOURCE);
-  const counters = {
-    total_entries: 0,
-    dropped_entries: 0,
-    active_connections: 0,
-    rejected_conns: 0,
-    parse_errors: 0,
-    tls_handshake_errors: 0,
-    auth_rejected: 0,
-  };
+  const counters = chainSourceCounters();
   const { tlsOptions, authorize } = serverSecurity('source', plugin.id, cfg, ctx, counters);
   const links = new Set<Link>();
   /** connections accepted before start(): they wait, unread */
@@ -248,12 +240,7 @@ export const createTcpChainSource: SourceFactory = (plugin, ctx): Source => {
       // as it is done, until the deadline: the sender then need not send it again.
       for (const link of links) link.socket.pause();
       if (outstanding()) {
-        let timer: NodeJS.Timeout | undefined;
-        await new Promise<void>((resolve) => {
-          drained = resolve;
-          timer = setTimeout(resolve, Math.max(0, deadline - Date.now()));
-        });
-        clearTimeout(timer);
+        await doneBy(deadline, (wake) => (drained = wake));
         drained = undefined;
       }
       for (const link of links) {
