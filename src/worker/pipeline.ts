@@ -165,7 +165,9 @@ export function buildPipeline(cfg: PipelineConfig, opts: BuildOptions): Pipeline
     updateSaturation();
     if (!pumpScheduled) {
       pumpScheduled = true;
-      setImmediate(pumpAll);
+      // right after the source's callback, not a loop turn later: with acknowledgement end to
+      // end the sender's window waits on this (batches emitted in one callback still go together)
+      queueMicrotask(pumpAll);
     }
   };
 
