@@ -240,6 +240,7 @@ export const createHttpChainSource: SourceFactory = (plugin, ctx): Source => {
     type: 'http_chain',
     counters,
     pausable: true,
+    acksUpstream: true,
     async open() {
       if (ctx.checkOnly) return;
       const srv = tlsOptions ? createHttpsServer(tlsOptions, handle) : createHttpServer(handle);

@@ -180,6 +180,7 @@ export const createNatsSource: SourceFactory = (plugin, ctx): Source => {
     type: 'nats',
     counters,
     pausable: true,
+    acksUpstream: true,
     start() {
       if (started || ctx.checkOnly) return;
       started = true;

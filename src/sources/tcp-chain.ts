@@ -209,6 +209,7 @@ export const createTcpChainSource: SourceFactory = (plugin, ctx): Source => {
     type: 'tcp_chain',
     counters,
     pausable: true,
+    acksUpstream: true,
     async open() {
       if (ctx.checkOnly) return;
       const srv = tlsOptions

@@ -46,6 +46,8 @@ export interface Source {
   readonly counters: Counters;
   /** true when the source can stop reading (file, stdin, chain sources) */
   readonly pausable: boolean;
+  /** its sender waits on the acknowledgement of what it emits (chain and nats sources) */
+  readonly acksUpstream?: boolean;
   /** Build step: bind listeners, read certificates. Not called by `check`. */
   open?(): Promise<void>;
   /** Begin producing, resuming from the positions handed over (file sources). */

@@ -165,9 +165,11 @@ export function buildPipeline(cfg: PipelineConfig, opts: BuildOptions): Pipeline
     updateSaturation();
     if (!pumpScheduled) {
       pumpScheduled = true;
-      // right after the source's callback, not a loop turn later: with acknowledgement end to
-      // end the sender's window waits on this (batches emitted in one callback still go together)
-      queueMicrotask(pumpAll);
+      // A sender waiting on this source's acknowledgements gets its entries pumped right after
+      // the source's callback (its window waits on it); a file source's next read is already
+      // under way meanwhile, so its pump waits a loop turn and overlaps that read.
+      if (source.acksUpstream) queueMicrotask(pumpAll);
+      else setImmediate(pumpAll);
     }
   };
 
