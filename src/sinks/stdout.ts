@@ -33,7 +33,20 @@ export const createStdoutSink: SinkFactory = (plugin, ctx): Sink => {
   /** the reader went away (EPIPE) or the stream failed: entries are dropped and counted from then on */
   let failed = false;
   let wakeWriter: (() => void) | undefined;
+  /** lines of the write under way not yet handed to the stream (it waits for 'drain') */
+  let waiting = 0;
   const counters = { dropped_writes: 0 };
+  /** Resolves on the stream's next 'drain' (or when it fails). */
+  const drained = () =>
+    new Promise<void>((resolve) => {
+      const wake = () => {
+        wakeWriter = undefined;
+        stream.off('drain', wake);
+        resolve();
+      };
+      wakeWriter = wake;
+      stream.once('drain', wake);
+    });
   /** How many lines at the end of `unflushed` the stream's buffered bytes cover. */
   const buffered = (): number => {
     let bytes = stream.writableLength;
@@ -65,28 +78,38 @@ export const createStdoutSink: SinkFactory = (plugin, ctx): Sink => {
         counters.dropped_writes += batch.length;
         return;
       }
-      let ok = true;
       const lines = batch.map((i) => i.line);
-      for (const chunk of chunkLines(lines, limit)) ok = stream.write(chunk) && ok;
-      if (stream.writableLength === 0) unflushed = [];
-      else {
-        unflushed = unflushed.length > 0 ? unflushed.concat(lines) : lines;
-        unflushed = unflushed.slice(unflushed.length - buffered());
-      }
-      if (!ok) {
-        return new Promise<void>((resolve) => {
-          const wake = () => {
-            wakeWriter = undefined;
-            stream.off('drain', wake);
-            resolve();
-          };
-          wakeWriter = wake;
-          stream.once('drain', wake);
-        });
-      }
+      const chunks = chunkLines(lines, limit);
+      const track = () => {
+        if (stream.writableLength === 0) unflushed = [];
+        else {
+          unflushed = unflushed.length > 0 ? unflushed.concat(lines) : lines;
+          unflushed = unflushed.slice(unflushed.length - buffered());
+        }
+      };
+      // One chunk at a time: chunks queued behind a full pipe are written later in one large
+      // write(2), which the kernel may split anywhere, mid-line, letting another process's line
+      // in between; a single chunk of at most PIPE_BUF bytes is written whole or not at all.
+      let next = 0;
+      const linesIn = (chunk: string) => chunk.split('\n').length - 1;
+      const writeOn = (): Promise<void> | void => {
+        waiting = 0;
+        while (next < chunks.length && !failed) {
+          const ok = stream.write(chunks[next++]!);
+          if (!ok) {
+            track();
+            for (let k = next; k < chunks.length; k++) waiting += linesIn(chunks[k]!);
+            return drained().then(writeOn);
+          }
+        }
+        // the stream failed meanwhile: what was not handed to it is dropped, counted
+        for (; next < chunks.length; next++) counters.dropped_writes += linesIn(chunks[next]!);
+        track();
+      };
+      return writeOn();
     },
     // What the stream still buffers is lost when the worker exits, so a cut drain counts it.
-    held: () => (failed ? 0 : buffered()),
+    held: () => (failed ? 0 : buffered() + waiting),
     async close() {},
   };
 };
