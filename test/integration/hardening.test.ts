@@ -121,7 +121,8 @@ config = { directory = ${JSON.stringify(out)}, name = "app" }
   t.true(dropped > 20);
   t.is(node.records.filter((r) => r.msg === 'File sink write failed, entries dropped').length, 1, 'one record per outage');
   rmSync(out);
-  mkdirSync(out);
+  // the sink's next write may create the directory before this does: either way it is back
+  mkdirSync(out, { recursive: true });
   await waitFor(() => node.records.some((r) => r.msg === 'File sink writing again'), 'recovery logged');
   await waitFor(() => lines() > 5, 'entries reach the file again');
   const status = latestStatus(node, 'p');
