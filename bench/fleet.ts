@@ -10,7 +10,11 @@ import { join } from 'node:path';
 import { EventSource } from 'eventsource';
 import { type Fleet, startFleet } from '../test/helpers/fleet.js';
 import { sleep } from '../test/helpers/node.js';
+import { childPids, cpuMs } from './proc.js';
 import { pct, runIfMain } from './report.js';
+
+/** BENCH_BACKLOG_ONLY=1: only the backlog and its CPU table */
+const BACKLOG_ONLY = process.env.BENCH_BACKLOG_ONLY !== undefined;
 
 /** Unique messages with `prefix` in the collector's file sink, each file read on from where the last call stopped. */
 const offsets = new Map<string, number>();
@@ -71,8 +75,21 @@ async function throughput(fleet: Fleet, rate: number, total: number): Promise<st
   return [`${rate}`, `${total}`, `${got}`, `${Math.round(got / secs)}`, secs.toFixed(2)];
 }
 
+/** Every process of the fleet by name: each node's primary and its pipeline workers. */
+function fleetProcesses(fleet: Fleet): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const [name, node] of fleet.nodes) {
+    out.set(`${name} primary`, node.child.pid!);
+    childPids(node.child.pid!).forEach((pid, i) => out.set(`${name} worker ${i + 1}`, pid));
+  }
+  return out;
+}
+
 /** A backlog of `total` lines written at once at the edge: seconds until every one is at the collector. */
-async function backlog(fleet: Fleet, total: number): Promise<string[]> {
+async function backlog(fleet: Fleet, total: number): Promise<{ row: string[]; cpu: string[][] }> {
+  const procs = fleetProcesses(fleet);
+  const cpu0 = new Map([...procs].map(([k, pid]) => [k, cpuMs(pid)]));
+  const self0 = process.cpuUsage();
   const prefix = 'backlog-';
   const file = join(fleet.local.dirs.edge!.APP_LOG_DIR!, `${prefix}.log`);
   let text = '';
@@ -86,7 +103,11 @@ async function backlog(fleet: Fleet, total: number): Promise<string[]> {
     got = uniqueAtCollector(fleet, prefix);
   }
   const secs = (performance.now() - t0) / 1000;
-  return [`${total}`, `${got}`, `${Math.round(got / secs)}`, secs.toFixed(2)];
+  const self = process.cpuUsage(self0);
+  const cpu = [...procs].map(([k, pid]) => [k, ((cpuMs(pid) - cpu0.get(k)!) / 1000).toFixed(2), `${Math.round((100 * (cpuMs(pid) - cpu0.get(k)!)) / 1000 / secs)} %`]);
+  const benchSecs = (self.user + self.system) / 1e6;
+  cpu.push(['this bench (writes the backlog, reads the collector file)', benchSecs.toFixed(2), `${Math.round((100 * benchSecs) / secs)} %`]);
+  return { row: [`${total}`, `${got}`, `${Math.round(got / secs)}`, secs.toFixed(2)], cpu };
 }
 
 async function delay(fleet: Fleet, count: number, everyMs: number): Promise<number[]> {
@@ -125,19 +146,24 @@ export async function main(): Promise<void> {
   const root = mkdtempSync(join(tmpdir(), 'logrelay-bench-fleet-'));
   const fleet = await startFleet(root);
   try {
-    const rows: string[][] = [];
-    for (const [rate, total] of [
-      [10_000, 50_000],
-      [20_000, 100_000],
-      [40_000, 100_000],
-    ] as const) {
-      rows.push(await throughput(fleet, rate, total));
+    if (!BACKLOG_ONLY) {
+      const rows: string[][] = [];
+      for (const [rate, total] of [
+        [10_000, 50_000],
+        [20_000, 100_000],
+        [40_000, 100_000],
+      ] as const) {
+        rows.push(await throughput(fleet, rate, total));
+      }
+      console.log('fleet throughput, 200-byte lines, edge file → 2× tcp_chain (mTLS) → relays → http_chain (mTLS) → collector file sink');
+      console.log(table(['offered/s', 'written', 'unique at collector', 'delivered/s', 'seconds'], rows));
     }
-    console.log('fleet throughput, 200-byte lines, edge file → 2× tcp_chain (mTLS) → relays → http_chain (mTLS) → collector file sink');
-    console.log(table(['offered/s', 'written', 'unique at collector', 'delivered/s', 'seconds'], rows));
     const b = await backlog(fleet, Number(process.env.BENCH_BACKLOG ?? 300_000));
     console.log('\nbacklog written at once at the edge (fanout any, dedup collector: every line exactly once)');
-    console.log(table(['lines', 'unique at collector', 'unique lines/s', 'seconds'], [b]));
+    console.log(table(['lines', 'unique at collector', 'unique lines/s', 'seconds'], [b.row]));
+    console.log('\nCPU during the backlog (user + system; 200 % = both cores)');
+    console.log(table(['process', 'CPU s', 'share of the run'], b.cpu));
+    if (BACKLOG_ONLY) return;
     const rows2: string[][] = [];
     for (const [count, everyMs, label] of [
       [300, 20, '50 lines/s'],

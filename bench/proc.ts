@@ -28,3 +28,13 @@ export function bytesRead(pid: number): number {
   const m = /^rchar:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/io`, 'utf8'));
   return m ? Number(m[1]) : 0;
 }
+
+/** CPU time (user + system) the process has used so far, ms (`/proc/<pid>/stat`, clock ticks of 10 ms). */
+export function cpuMs(pid: number): number {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return (Number(fields[11]) + Number(fields[12])) * 10;
+  } catch {
+    return 0;
+  }
+}

@@ -4,7 +4,7 @@
 // input into the watched directory until the receiver has every line.
 
 import { spawn } from 'node:child_process';
-import { mkdirSync, renameSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, renameSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -31,7 +31,8 @@ async function lineCounter(): Promise<{ port: number; count: () => number; close
 
 /** rsyslog imfile → omfwd TCP on `input` (renamed into its watched directory and back). */
 export async function rsyslogForward(dir: string, input: string, lines: number, deadlineMs: number): Promise<ForwardResult> {
-  const work = join(dir, 'rsyslog');
+  // a fresh work directory per run: imfile's state would otherwise remember the input as read
+  const work = mkdtempSync(join(dir, 'rsyslog-'));
   const watch = join(work, 'watch');
   mkdirSync(join(work, 'state'), { recursive: true });
   mkdirSync(watch, { recursive: true });

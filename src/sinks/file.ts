@@ -9,6 +9,7 @@ import type { PluginSpec } from '../config/spec.js';
 import { numberedFiles, pruneRotated } from '../core/prune.js';
 import type { OnFull } from '../core/queue.js';
 import type { Sink, SinkFactory } from './types.js';
+import { linesBuffer } from '../core/lines-buffer.js';
 
 /** How often retention is applied besides at each rotation, ms. */
 const PRUNE_INTERVAL_MS = 60_000;
@@ -142,11 +143,11 @@ export const createFileSink: SinkFactory = (plugin, ctx): Sink => {
     },
     write(batch) {
       if (closed) throw new Error('file sink is closed');
-      let text = '';
-      for (const item of batch) text += `${item.line}\n`;
+      const lines: string[] = new Array<string>(batch.length);
+      for (let i = 0; i < batch.length; i++) lines[i] = batch[i]!.line;
       // A failed write (disk full, permissions, directory gone) drops and counts the batch; the
       // next one opens the file again.
-      const p = writeAll(Buffer.from(text)).then(
+      const p = writeAll(linesBuffer(lines)).then(
         () => {
           if (!failing) return;
           failing = false;

@@ -10,6 +10,7 @@ import { chainBackoff, type ChainSinkConfig, chainSinkConfig, chainSinkFields } 
 import type { PluginSpec } from '../config/spec.js';
 import { defaultNode, encodeEntry, HEADER_NODE, HEADER_PROTOCOL, NDJSON, PROTOCOL_VERSION } from '../chain/protocol.js';
 import { settleAll } from '../core/ack.js';
+import { linesBuffer } from '../core/lines-buffer.js';
 import { errorMessage } from '../core/errors.js';
 import { clientTlsOptions } from '../net/tls.js';
 import { createLinkState } from '../chain/link-state.js';
@@ -24,7 +25,7 @@ interface HttpChainSinkConfig extends ChainSinkConfig {
 }
 
 interface Batch {
-  readonly body: string;
+  readonly body: Buffer;
   readonly count: number;
   /** settled on the peer's 204 (or when the batch is dropped, counted) */
   readonly items: SinkItem[];
@@ -98,7 +99,7 @@ export const createHttpChainSink: SinkFactory = (plugin, ctx): Sink => {
     clearTimeout(flushTimer);
     flushTimer = undefined;
     if (building.length === 0) return;
-    ready.push({ body: `${building.join('\n')}\n`, count: building.length, items: buildingItems });
+    ready.push({ body: linesBuffer(building), count: building.length, items: buildingItems });
     readyEntries += building.length;
     building = [];
     buildingItems = [];
@@ -157,7 +158,7 @@ export const createHttpChainSink: SinkFactory = (plugin, ctx): Sink => {
       path: cfg.path,
       method: 'POST',
       agent,
-      headers: { ...headers, 'Content-Length': Buffer.byteLength(batch.body) },
+      headers: { ...headers, 'Content-Length': batch.body.length },
     });
     req.setTimeout(cfg.request_timeout_ms, () => req.destroy(new Error(`no answer within request_timeout_ms (${cfg.request_timeout_ms} ms)`)));
     req.on('error', (err) => {

@@ -9,6 +9,7 @@ import { chainBackoff, type ChainSinkConfig, chainSinkConfig, chainSinkFields } 
 import type { PluginSpec } from '../config/spec.js';
 import { defaultNode, encodeEntry, helloLine, LineSplitter, parseServerLine } from '../chain/protocol.js';
 import { settleAll } from '../core/ack.js';
+import { linesBuffer } from '../core/lines-buffer.js';
 import { errorMessage } from '../core/errors.js';
 import { clientTlsOptions } from '../net/tls.js';
 import { createLinkState } from '../chain/link-state.js';
@@ -84,7 +85,7 @@ export const createTcpChainSink: SinkFactory = (plugin, ctx): Sink => {
     if (state !== 'ready' || !socket) return;
     const from = head + sent;
     if (from >= lines.length) return;
-    const chunk = `${lines.slice(from).join('\n')}\n`;
+    const chunk = linesBuffer(lines, from);
     sent = held();
     if (!socket.write(chunk) && !writeTimer) {
       const s = socket;

@@ -16,6 +16,7 @@ import { bind, countHandshakeErrors } from '../net/listener.js';
 import { closeSession, openSession, type Session } from '../net/session.js';
 import { serverSecurity } from '../net/tls.js';
 import type { Source, SourceFactory } from './types.js';
+import { eachLine } from '../core/lines-buffer.js';
 
 interface HttpChainSourceConfig extends ChainSourceConfig {
   readonly path: string;
@@ -95,7 +96,7 @@ export const createHttpChainSource: SourceFactory = (plugin, ctx): Source => {
   let answering = 0;
   let drained: (() => void) | undefined;
 
-  const ingest = (req: IncomingMessage, res: ServerResponse, peer: Peer | undefined, body: string) => {
+  const ingest = (req: IncomingMessage, res: ServerResponse, peer: Peer | undefined, body: Buffer) => {
     const node = peer?.session.auth_identity ?? (headerValue(req.headers[HEADER_NODE]) || undefined);
     const now = Date.now();
     let accepted = 0;
@@ -113,29 +114,22 @@ export const createHttpChainSource: SourceFactory = (plugin, ctx): Source => {
       if (answering === 0) drained?.();
     };
     let batch: Entry[] = [];
-    let start = 0;
-    while (start < body.length) {
-      let nl = body.indexOf('\n', start);
-      if (nl < 0) nl = body.length;
-      let end = nl;
-      if (end > start && body.charCodeAt(end - 1) === 13) end--;
-      if (end > start) {
-        const entry = decodeEntry(body.slice(start, end), node, now, ctx.pipeline);
-        if (entry) {
-          batch.push(entry);
-          if (batch.length >= cfg.buffer_size) {
-            accepted += batch.length;
-            counters.total_entries += batch.length;
-            owed++;
-            ctx.emit(batch, batchDone);
-            batch = [];
-          }
-        } else {
-          counters.parse_errors++;
-        }
+    // line by line from the bytes: the body as one string would be a large-object allocation
+    eachLine(body, (line) => {
+      const entry = decodeEntry(line, node, now, ctx.pipeline);
+      if (!entry) {
+        counters.parse_errors++;
+        return;
       }
-      start = nl + 1;
-    }
+      batch.push(entry);
+      if (batch.length >= cfg.buffer_size) {
+        accepted += batch.length;
+        counters.total_entries += batch.length;
+        owed++;
+        ctx.emit(batch, batchDone);
+        batch = [];
+      }
+    });
     if (batch.length > 0) {
       accepted += batch.length;
       counters.total_entries += batch.length;
@@ -228,7 +222,7 @@ export const createHttpChainSource: SourceFactory = (plugin, ctx): Source => {
     });
     req.on('end', () => {
       if (over) return;
-      const body = chunks.length === 1 ? chunks[0]!.toString('utf8') : Buffer.concat(chunks, size).toString('utf8');
+      const body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size);
       release();
       over = true;
       ingest(req, res, peer, body);

@@ -65,7 +65,10 @@ export function spawnNode(args: readonly string[], opts: SpawnOptions = {}): Run
   const env: Record<string, string | undefined> = { ...process.env, ...opts.env };
   for (const [k, v] of Object.entries(env)) if (v === undefined) delete env[k];
   const [command, ...prefix] = [...(opts.via ?? []), process.execPath];
-  const child = spawn(command!, [...prefix, BIN, ...args], {
+  // LOGRELAY_CPU_PROF_DIR (benches): every node, its workers too (they inherit execArgv), writes a
+  // V8 CPU profile there when it exits
+  const profile = process.env.LOGRELAY_CPU_PROF_DIR ? ['--cpu-prof', `--cpu-prof-dir=${process.env.LOGRELAY_CPU_PROF_DIR}`] : [];
+  const child = spawn(command!, [...prefix, ...profile, BIN, ...args], {
     cwd: opts.cwd ?? ROOT,
     env: env as NodeJS.ProcessEnv,
     stdio: [opts.stdin ?? 'ignore', 'pipe', 'pipe'],
