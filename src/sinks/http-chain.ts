@@ -8,7 +8,7 @@ import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { HeldWaiters } from '../chain/held-waiters.js';
 import { chainBackoff, type ChainSinkConfig, chainSinkConfig, chainSinkFields } from '../chain/sink-config.js';
 import type { PluginSpec } from '../config/spec.js';
-import { defaultNode, encodeEntry, HEADER_NODE, HEADER_PROTOCOL, NDJSON, PROTOCOL_VERSION } from '../chain/protocol.js';
+import { defaultNode, HEADER_NODE, HEADER_PROTOCOL, NDJSON, PROTOCOL_VERSION, wireLine } from '../chain/protocol.js';
 import { settleAll } from '../core/ack.js';
 import { linesBuffer } from '../core/lines-buffer.js';
 import { errorMessage } from '../core/errors.js';
@@ -200,7 +200,7 @@ export const createHttpChainSink: SinkFactory = (plugin, ctx): Sink => {
     write(items) {
       const now = Date.now();
       for (const item of items) {
-        const line = encodeEntry(item.entry, now, ctx.pipeline, encodeOut);
+        const line = wireLine(item, now, ctx.pipeline, encodeOut);
         if (encodeOut.completed) counters.synthesized++;
         // Close the batch before this line would take it past the byte cap.
         const bytes = Buffer.byteLength(line) + 1;

@@ -7,7 +7,7 @@ import { type ConnectionOptions, connect as tlsConnect } from 'node:tls';
 import { HeldWaiters } from '../chain/held-waiters.js';
 import { chainBackoff, type ChainSinkConfig, chainSinkConfig, chainSinkFields } from '../chain/sink-config.js';
 import type { PluginSpec } from '../config/spec.js';
-import { defaultNode, encodeEntry, helloLine, LineSplitter, parseServerLine } from '../chain/protocol.js';
+import { defaultNode, helloLine, LineSplitter, parseServerLine, wireLine } from '../chain/protocol.js';
 import { settleAll } from '../core/ack.js';
 import { linesBuffer } from '../core/lines-buffer.js';
 import { errorMessage } from '../core/errors.js';
@@ -191,7 +191,7 @@ export const createTcpChainSink: SinkFactory = (plugin, ctx): Sink => {
     write(batch) {
       const now = Date.now();
       for (const item of batch) {
-        lines.push(encodeEntry(item.entry, now, ctx.pipeline, encodeOut));
+        lines.push(wireLine(item, now, ctx.pipeline, encodeOut));
         items.push(item);
         if (encodeOut.completed) counters.synthesized++;
       }

@@ -16,6 +16,11 @@ export interface SinkItem {
   readonly entry: Entry;
   readonly line: string;
   readonly ticket?: Ticket;
+  /**
+   * The entry as a chain line, made by the first chain sink that sends it and kept for the others
+   * (an edge's two links send the same line): see `wireLine`.
+   */
+  wire: string | undefined;
 }
 
 export interface SinkContext {

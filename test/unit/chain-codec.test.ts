@@ -3,6 +3,7 @@ import {
   ackLine,
   decodeEntry,
   encodeEntry,
+  wireLine,
   errorLine,
   helloLine,
   LineSplitter,
@@ -78,4 +79,19 @@ test('an entry time past the Date range is replaced, never thrown on, in both di
   t.deepEqual(decoded, { time: 5, node: 'edge', source: 'p', message: 'x' });
   t.is(encodeEntry({ time: 1.7e18, source: 's', message: 'x' }, Date.UTC(2024, 0, 1), 'p', out), '{"time":"2024-01-01T00:00:00.000Z","source":"s","message":"x"}');
   t.true(out.completed);
+});
+
+test('wireLine encodes an item once for every chain sink of the pipeline, but not a line it had to complete', (t) => {
+  const out = { completed: false };
+  const item = { entry: { time: Date.UTC(2024, 0, 1), source: 's', message: 'm', id: 'i1' } as Entry, wire: undefined as string | undefined };
+  const first = wireLine(item, 0, 'p', out);
+  t.is(first, '{"time":"2024-01-01T00:00:00.000Z","source":"s","message":"m","id":"i1"}');
+  t.is(item.wire, first);
+  item.entry.message = 'changed after the first sink';
+  t.is(wireLine(item, 0, 'p', out), first, 'the second sink sends what the first sent');
+  t.false(out.completed);
+  const partial = { entry: { message: 'no time' } as unknown as Entry, wire: undefined as string | undefined };
+  wireLine(partial, Date.UTC(2024, 0, 1), 'p', out);
+  t.true(out.completed);
+  t.is(partial.wire, undefined, 'a completed line is made (and counted) by each sink');
 });
