@@ -8,7 +8,7 @@ import { open, rename } from 'node:fs/promises';
 import { join } from 'node:path';
 import { errorMessage } from '../core/errors.js';
 import type { Logger } from '../core/log.js';
-import type { DedupWindow } from '../flow/dedup.js';
+import { type DedupChunk, type DedupWindow, packChunk } from '../flow/dedup.js';
 import type { PipelinePositions } from '../ipc/messages.js';
 
 export const CHECKPOINT_FILE = 'checkpoint.json';
@@ -96,10 +96,23 @@ function isCheckpoint(v: unknown): v is CheckpointState {
     if (typeof p !== 'object' || p === null) return false;
     const q = p as Record<string, unknown>;
     if (typeof q.positions !== 'object' || q.positions === null || typeof q.seen_at !== 'number' || typeof q.since !== 'object') return false;
-    const d = q.dedup as { ids?: unknown; times?: unknown } | undefined;
-    if (d !== undefined && (!Array.isArray(d.ids) || !Array.isArray(d.times))) return false;
+    if (q.dedup === undefined) continue;
+    const d = q.dedup as { ids?: unknown; times?: unknown };
+    // the first layout (one array of ids, one of times) is read into the packed one
+    if (Array.isArray(d.ids) && Array.isArray(d.times) && d.ids.every((id) => typeof id === 'string') && d.times.every(isFiniteNumber)) {
+      q.dedup = [packChunk(d.ids as string[], d.times as number[])];
+    } else if (!Array.isArray(q.dedup) || !q.dedup.every(isChunk)) {
+      return false;
+    }
   }
   return true;
+}
+
+const isFiniteNumber = (v: unknown): v is number => typeof v === 'number' && Number.isFinite(v);
+
+function isChunk(v: unknown): v is DedupChunk {
+  const c = v as { ids?: unknown; runs?: unknown } | null;
+  return typeof c === 'object' && c !== null && typeof c.ids === 'string' && Array.isArray(c.runs) && c.runs.length % 2 === 0 && c.runs.every(isFiniteNumber);
 }
 
 /**

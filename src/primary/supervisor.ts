@@ -8,7 +8,7 @@ import type { Config, LogLevel, PipelineConfig } from '../config/schema.js';
 import type { PipelineCounters } from '../core/counters.js';
 import { errorMessage } from '../core/errors.js';
 import type { Logger } from '../core/log.js';
-import { DedupSet } from '../flow/dedup.js';
+import { PackedWindow } from '../flow/dedup.js';
 import { type FromWorker, isFromWorker, type PipelinePositions, type ToWorker, type WorkerGauges } from '../ipc/messages.js';
 import type { CheckpointState, PipelineCheckpoint } from './checkpoint.js';
 import type { ServiceLog } from './service-log.js';
@@ -196,7 +196,7 @@ export class Supervisor {
    * per pipeline name with dedup on: the ids whose entries its workers reported done, handed to
    * the next worker (reload, crash restart) and checkpointed
    */
-  private readonly windows = new Map<string, { readonly key: string; readonly set: DedupSet }>();
+  private readonly windows = new Map<string, { readonly key: string; readonly set: PackedWindow }>();
   /** per pipeline name: when its positions were last reported (checkpoint TTL) */
   private readonly seenAt = new Map<string, number>();
   private readonly restarts = new Map<string, number>();
@@ -359,13 +359,13 @@ export class Supervisor {
   }
 
   /** The primary's copy of a pipeline's dedup window; a changed window size starts a new one from the old ids. */
-  private windowFor(pipeline: PipelineConfig): DedupSet | undefined {
+  private windowFor(pipeline: PipelineConfig): PackedWindow | undefined {
     const dedup = pipeline.flow.dedup;
     if (!dedup?.enabled) return undefined;
     const key = `${dedup.window_entries}/${dedup.window_ms}`;
     const had = this.windows.get(pipeline.name);
     if (had?.key === key) return had.set;
-    const set = new DedupSet(dedup.window_entries, dedup.window_ms);
+    const set = new PackedWindow(dedup.window_entries, dedup.window_ms);
     if (had) set.load(had.set.snapshot());
     this.windows.set(pipeline.name, { key, set });
     return set;

@@ -4,7 +4,7 @@
 // checkpoint) knows them. An id whose entry was not done is never handed on: its resend must pass.
 
 import type { Ticket } from '../core/ack.js';
-import type { DedupWindow } from '../flow/dedup.js';
+import { type DedupWindow, packChunk } from '../flow/dedup.js';
 
 export class DoneIds {
   private ids: string[] = [];
@@ -24,13 +24,13 @@ export class DoneIds {
     }
   }
 
-  /** The ids done since the last take, oldest first. */
+  /** The ids done since the last take, oldest first, packed. */
   take(): DedupWindow | undefined {
     if (this.ids.length === 0) return undefined;
-    const out = { ids: this.ids.slice(-this.max), times: this.times.slice(-this.max) };
+    const out = packChunk(this.ids.slice(-this.max), this.times.slice(-this.max));
     this.ids = [];
     this.times = [];
-    return out;
+    return [out];
   }
 }
 

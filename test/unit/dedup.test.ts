@@ -1,7 +1,7 @@
 // The dedup stage (DESIGN.md §14): the window's two bounds, hand-over, and its place as the first flow stage.
 
 import test from 'ava';
-import { DedupSet } from '../../src/flow/dedup.js';
+import { DedupSet, eachId, packChunk, PackedWindow } from '../../src/flow/dedup.js';
 import { createFlow } from '../../src/flow/index.js';
 
 const T0 = Date.parse('2026-01-02T03:04:05.000Z');
@@ -34,7 +34,7 @@ test('a snapshot loaded into another window carries the ids and their ages', (t)
   a.check('x', T0);
   a.check('y', T0 + 500);
   const snap = a.snapshot(T0 + 600);
-  t.deepEqual(snap, { ids: ['x', 'y'], times: [T0, T0 + 500] });
+  t.deepEqual(snap, [{ ids: 'x\ny', runs: [T0, 1, T0 + 500, 1] }]);
   const b = new DedupSet(100, 1000);
   b.load(snap, T0 + 600);
   t.true(b.check('x', T0 + 900), 'x came over as seen at T0');
@@ -71,4 +71,51 @@ test('without dedup the flow has no duplicates_dropped counter', (t) => {
   const flow = createFlow({ filters: [], format: { type: 'raw' } });
   t.is(flow.counters.duplicates_dropped, undefined);
   t.is(flow.dedup, undefined);
+});
+
+test('packed chunks: ids done together share a run; an id with a newline is not packed', (t) => {
+  const c = packChunk(['a', 'b', 'bad\nid', 'c'], [T0, T0, T0, T0 + 5]);
+  t.deepEqual(c, { ids: 'a\nb\nc', runs: [T0, 2, T0 + 5, 1] });
+  const seen: [string, number][] = [];
+  eachId([c, packChunk([], [])], (id, time) => seen.push([id, time]));
+  t.deepEqual(seen, [
+    ['a', T0],
+    ['b', T0],
+    ['c', T0 + 5],
+  ]);
+});
+
+test("the primary's packed copy keeps the newest window_entries ids and none older than window_ms", (t) => {
+  const w = new PackedWindow(5, 1000);
+  w.load([packChunk(['a', 'b', 'c'], [T0, T0, T0 + 1])], T0);
+  w.load([packChunk(['d', 'e', 'f', 'g'], [T0 + 2, T0 + 2, T0 + 3, T0 + 3])], T0 + 3);
+  t.is(w.size, 5);
+  const ids: [string, number][] = [];
+  eachId(w.snapshot(T0 + 3), (id, time) => ids.push([id, time]));
+  t.deepEqual(ids, [
+    ['c', T0 + 1],
+    ['d', T0 + 2],
+    ['e', T0 + 2],
+    ['f', T0 + 3],
+    ['g', T0 + 3],
+  ]);
+  t.deepEqual(w.snapshot(T0 + 1002), [{ ids: 'd\ne\nf\ng', runs: [T0 + 2, 2, T0 + 3, 2] }], 'the chunk whose newest id aged out is gone');
+  const d = new DedupSet(10, 1000);
+  d.load(w.snapshot(T0 + 1002), T0 + 1002);
+  t.true(d.check('g', T0 + 1002));
+  t.false(d.check('d', T0 + 1003), 'a worker loading it still drops the ids past window_ms');
+});
+
+test('a 100,000-id window and its packed copy: 1,000,000 ids through both keep 100,000', (t) => {
+  const w = new PackedWindow(100_000, 600_000);
+  for (let k = 0; k < 100; k++) {
+    const ids = Array.from({ length: 10_000 }, (_, i) => `id-${k * 10_000 + i}`);
+    w.load([packChunk(ids, ids.map(() => T0 + k))], T0 + k);
+  }
+  t.is(w.size, 100_000);
+  const d = new DedupSet(100_000, 600_000);
+  d.load(w.snapshot(T0 + 100), T0 + 100);
+  t.is(d.size, 100_000);
+  t.true(d.check('id-900000', T0 + 100));
+  t.false(d.check('id-899999', T0 + 100));
 });
