@@ -19,8 +19,6 @@ export interface DedupChunk {
 /** A window's ids in chunks, oldest first. */
 export type DedupWindow = readonly DedupChunk[];
 
-export const EMPTY_WINDOW: DedupWindow = [];
-
 /** Packs `ids` (each first seen at the time of the same index in `times`) into one chunk. */
 export function packChunk(ids: readonly string[], times: readonly number[]): DedupChunk {
   const kept: string[] = [];
@@ -151,21 +149,6 @@ export class DedupSet {
       this.add(id, t);
     });
     this.expire(now);
-  }
-
-  /** The window as one chunk, oldest first. */
-  snapshot(now = Date.now()): DedupWindow {
-    this.expire(now);
-    const ids: string[] = [];
-    const times: number[] = [];
-    for (let seq = this.head; seq < this.next; seq++) {
-      const slot = seq % this.maxEntries;
-      const id = this.ids[slot]!;
-      if (this.seen.get(id) !== seq) continue;
-      ids.push(id);
-      times.push(this.times[slot]!);
-    }
-    return ids.length === 0 ? EMPTY_WINDOW : [packChunk(ids, times)];
   }
 
   private add(id: string, at: number): void {
