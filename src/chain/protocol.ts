@@ -2,8 +2,8 @@
 // NDJSON entry codec, the HTTP headers, and the line splitter both link types use.
 
 import { hostname } from 'node:os';
-import type { Entry } from '../core/entry.js';
-import { entryJson } from '../core/entry-json.js';
+import type { Entry, Level } from '../core/entry.js';
+import { entryJson, rawLine } from '../core/entry-json.js';
 import { isTime, normaliseLevel, parseJsonText, parseTime } from '../core/entry.js';
 
 export const PROTOCOL_VERSION = 1;
@@ -75,6 +75,10 @@ const parseJson = parseJsonText;
  * `completed` is set when anything had to be filled in.
  */
 export function encodeEntry(e: Entry, now: number, fallbackSource: string, out: { completed: boolean }): string {
+  if (e.raw !== undefined) {
+    out.completed = false;
+    return rawLine(e as Entry & { raw: string });
+  }
   let time = e.time;
   let source = e.source;
   out.completed = false;
@@ -109,6 +113,8 @@ export function wireLine(item: { readonly entry: Entry; wire: string | undefined
  */
 export function decodeEntry(line: string, node: string | undefined, now: number, fallbackSource: string): Entry | undefined {
   if (line.charCodeAt(0) !== 123 /* { */) return undefined;
+  const canonical = decodeCanonical(line, node);
+  if (canonical) return canonical;
   const obj = parseJson(line);
   if (!isObject(obj)) return undefined;
   const time = parseTime(obj.time) ?? now;
@@ -123,6 +129,82 @@ export function decodeEntry(line: string, node: string | undefined, now: number,
   if (level) entry.level = level;
   if (isObject(obj.fields)) entry.fields = obj.fields;
   if (typeof obj.id === 'string') entry.id = obj.id;
+  return entry;
+}
+
+// ── Canonical lines ───────────────────────────────────────────────────────────────────────────
+//
+// What one logrelay node sends another is almost always a line `entryJson` wrote: keys in §4
+// order, `id` last, time as RFC 3339 with milliseconds, and strings that needed no escaping. Such a
+// line is read here without JSON.parse (each string a slice of the line) and kept on the entry as
+// `raw`: a relay sends it on as it came, with the `node` its link stamps put in, and the json
+// format cuts its line from it. Anything else (escapes, fields, a key out of order, a time in
+// another form, an empty source) takes the general path and is encoded anew when sent.
+
+/** A backslash (an escape) or a C0 control (which JSON.parse refuses inside a string). */
+const NOT_PLAIN = /[\\\u0000-\u001f]/;
+const LEVELS: ReadonlySet<string> = new Set(['TRACE', 'DEBUG', 'INFO', 'WARN', 'ERROR', 'FATAL']);
+const TIME_AT = 9; // after {"time":"
+const TIME_END = TIME_AT + 24; // YYYY-MM-DDTHH:MM:SS.mmmZ
+
+let lastCanonicalTime = '';
+let lastCanonicalMs = 0;
+
+/** Epoch ms of RFC 3339 text that `isoTime` would write back the same; undefined otherwise. */
+function canonicalTime(text: string): number | undefined {
+  if (text === lastCanonicalTime) return lastCanonicalMs;
+  const ms = Date.parse(text);
+  if (Number.isNaN(ms) || new Date(ms).toISOString() !== text) return undefined;
+  lastCanonicalTime = text;
+  lastCanonicalMs = ms;
+  return ms;
+}
+
+/** End (the closing quote) of a plain string whose opening quote ends `key` at `at`; -1 when the key is not there. */
+function plainValueEnd(line: string, at: number, key: string): number {
+  return line.startsWith(key, at) ? line.indexOf('"', at + key.length) : -1;
+}
+
+/** A canonical line with an id as an entry carrying `raw`; undefined when the line is anything else. */
+function decodeCanonical(line: string, node: string | undefined): Entry | undefined {
+  if (!line.startsWith('{"time":"') || line.charCodeAt(TIME_END) !== 34 /* " */ || NOT_PLAIN.test(line)) return undefined;
+  const time = canonicalTime(line.slice(TIME_AT, TIME_END));
+  if (time === undefined) return undefined;
+  let at = TIME_END + 1;
+  let lineNode: string | undefined;
+  let end = plainValueEnd(line, at, ',"node":"');
+  if (end >= 0) {
+    if (end === at + 9) return undefined; // an empty node is left out when written
+    lineNode = line.slice(at + 9, end);
+    at = end + 1;
+  }
+  const nodeAt = at;
+  end = plainValueEnd(line, at, ',"source":"');
+  if (end <= at + 11) return undefined; // no source, or an empty one: filled in, so encoded anew
+  const source = line.slice(at + 11, end);
+  at = end + 1;
+  let level: string | undefined;
+  end = plainValueEnd(line, at, ',"level":"');
+  if (end >= 0) {
+    level = line.slice(at + 10, end);
+    if (!LEVELS.has(level)) return undefined;
+    at = end + 1;
+  }
+  end = plainValueEnd(line, at, ',"message":"');
+  if (end < 0) return undefined;
+  const message = line.slice(at + 12, end);
+  at = end + 1;
+  const idAt = at;
+  end = plainValueEnd(line, at, ',"id":"');
+  if (end < 0 || end + 2 !== line.length || line.charCodeAt(end + 1) !== 125 /* } */) return undefined;
+  const entry: Entry = { time, source, message };
+  const entryNode = lineNode ?? node;
+  if (entryNode) entry.node = entryNode;
+  if (level) entry.level = level as Level;
+  entry.id = line.slice(idAt + 7, end);
+  entry.raw = line;
+  entry.rawNodeAt = lineNode === undefined && node ? nodeAt : 0;
+  entry.rawIdAt = idAt;
   return entry;
 }
 

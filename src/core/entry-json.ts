@@ -45,3 +45,16 @@ export function entryJson(e: Entry, time: number, source: string, message: strin
   if (withId && typeof e.id === 'string') s += `,"id":${jsonString(e.id)}`;
   return `${s}}`;
 }
+
+/** `raw` with the stamped node put in: what `encodeEntry` writes for the entry, made without encoding it. */
+export function rawLine(e: Entry & { raw: string }): string {
+  const at = e.rawNodeAt ?? 0;
+  return at > 0 ? `${e.raw.slice(0, at)},"node":${jsonString(e.node!)}${e.raw.slice(at)}` : e.raw;
+}
+
+/** `rawLine` without its id: what `formatJson` writes for the entry. */
+export function rawJsonLine(e: Entry & { raw: string }): string {
+  const at = e.rawNodeAt ?? 0;
+  const idAt = e.rawIdAt!;
+  return at > 0 ? `${e.raw.slice(0, at)},"node":${jsonString(e.node!)}${e.raw.slice(at, idAt)}}` : `${e.raw.slice(0, idAt)}}`;
+}

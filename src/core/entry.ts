@@ -15,6 +15,17 @@ export interface Entry {
   fields?: Record<string, unknown>;
   /** reserved for duplicate suppression; carried on unchanged */
   id?: string;
+  /**
+   * The chain line this entry was decoded from, when it was already in the canonical encoding
+   * (`decodeEntry`): chain sinks send it again and the json format cuts its line from it instead
+   * of encoding the entry anew. Entries are never changed after they are made; anything that
+   * did change one would have to delete `raw`.
+   */
+  raw?: string;
+  /** where in `raw` the `node` the receiving link stamped goes (0: the line has its node, or none is stamped) */
+  rawNodeAt?: number;
+  /** where in `raw` its trailing `,"id":…` begins */
+  rawIdAt?: number;
 }
 
 const WORD_LEVELS: Readonly<Record<string, Level>> = {

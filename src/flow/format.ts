@@ -2,12 +2,13 @@
 
 import type { FormatType } from '../config/schema.js';
 import type { Entry } from '../core/entry.js';
-import { entryJson, hasKeys, isoTime } from '../core/entry-json.js';
+import { entryJson, hasKeys, isoTime, rawJsonLine } from '../core/entry-json.js';
 
 export type Formatter = (entry: Entry) => string;
 
 /** json: the keys of §4 in order, empty ones left out (`id` is not shown). */
 export function formatJson(e: Entry): string {
+  if (e.raw !== undefined) return rawJsonLine(e as Entry & { raw: string });
   return entryJson(e, e.time, e.source, e.message, false);
 }
 

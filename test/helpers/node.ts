@@ -68,6 +68,8 @@ export function spawnNode(args: readonly string[], opts: SpawnOptions = {}): Run
   // LOGRELAY_CPU_PROF_DIR (benches): every node, its workers too (they inherit execArgv), writes a
   // V8 CPU profile there when it exits
   const profile = process.env.LOGRELAY_CPU_PROF_DIR ? ['--cpu-prof', `--cpu-prof-dir=${process.env.LOGRELAY_CPU_PROF_DIR}`] : [];
+  // LOGRELAY_NODE_FLAGS (benches): V8 or Node flags for every node and its workers, space-separated
+  if (process.env.LOGRELAY_NODE_FLAGS) profile.push(...process.env.LOGRELAY_NODE_FLAGS.split(' ').filter(Boolean));
   const child = spawn(command!, [...prefix, ...profile, BIN, ...args], {
     cwd: opts.cwd ?? ROOT,
     env: env as NodeJS.ProcessEnv,

@@ -11,7 +11,15 @@ import {
   parseHello,
   parseServerLine,
 } from '../../src/chain/protocol.js';
-import type { Entry } from '../../src/core/entry.js';
+import { type Entry, normaliseLevel } from '../../src/core/entry.js';
+import { formatJson } from '../../src/flow/format.js';
+
+/** The entry without what `decodeEntry` keeps of a canonical line. */
+function withoutRaw(e: Entry | undefined): Entry | undefined {
+  if (!e) return e;
+  const { raw: _raw, rawNodeAt: _at, rawIdAt: _id, ...rest } = e;
+  return rest;
+}
 
 test('hello, ok, error and ack lines have the v1 shapes', (t) => {
   t.is(helloLine('edge-01'), '{"logrelay":1,"node":"edge-01"}\n');
@@ -49,7 +57,7 @@ test('encodeEntry completes entries without time or source', (t) => {
 test('decodeEntry round-trips and stamps node only when absent', (t) => {
   const e: Entry = { time: Date.UTC(2024, 0, 2), source: 's', level: 'INFO', message: 'hello', fields: { k: 'v' }, id: 'abc' };
   const line = encodeEntry(e, 0, 'p', { completed: false });
-  t.deepEqual(decodeEntry(line, 'edge', 0, 'p'), { ...e, node: 'edge' });
+  t.deepEqual(withoutRaw(decodeEntry(line, 'edge', 0, 'p')), { ...e, node: 'edge' });
   const withNode = encodeEntry({ ...e, node: 'origin' }, 0, 'p', { completed: false });
   t.is(decodeEntry(withNode, 'edge', 0, 'p')?.node, 'origin');
   t.is(decodeEntry('garbage', 'edge', 0, 'p'), undefined);
@@ -94,4 +102,94 @@ test('wireLine encodes an item once for every chain sink of the pipeline, but no
   wireLine(partial, Date.UTC(2024, 0, 1), 'p', out);
   t.true(out.completed);
   t.is(partial.wire, undefined, 'a completed line is made (and counted) by each sink');
+});
+
+// A canonical line (what entryJson writes, with plain strings and an id) is read without JSON.parse
+// and sent on as it came: both must give exactly what the general path gives for the same line.
+let seed = 0x2545f491;
+const rand = () => {
+  seed ^= seed << 13;
+  seed ^= seed >>> 17;
+  seed ^= seed << 5;
+  return (seed >>> 0) / 0x100000000;
+};
+const PLAIN = ['a', 'Z', '0', ' ', '/', '{', '}', ':', ',', "'", 'é', '€', '😀', '\u2028', '<'];
+const ODD = ['"', '\\', '\n', '\t', '\u0000', '\u001f'];
+function randomText(odd: boolean): string {
+  const n = Math.floor(rand() * 12);
+  let s = '';
+  for (let i = 0; i < n; i++) s += odd && rand() < 0.2 ? ODD[Math.floor(rand() * ODD.length)] : PLAIN[Math.floor(rand() * PLAIN.length)];
+  return s;
+}
+
+/** What the general path makes of a line: JSON.parse and the §9 rules, written out here. */
+function reference(line: string, linkNode: string | undefined, now: number, fallback: string): Entry | undefined {
+  let o: Record<string, unknown>;
+  try {
+    o = JSON.parse(line) as Record<string, unknown>;
+  } catch {
+    return undefined;
+  }
+  const t = typeof o.time === 'string' ? Date.parse(o.time) : typeof o.time === 'number' ? o.time : Number.NaN;
+  const e: Entry = { time: Number.isNaN(t) ? now : t, source: typeof o.source === 'string' && o.source !== '' ? o.source : fallback, message: String(o.message ?? '') };
+  const node = typeof o.node === 'string' && o.node !== '' ? o.node : linkNode;
+  if (node) e.node = node;
+  const level = normaliseLevel(o.level);
+  if (level) e.level = level;
+  if (o.fields) e.fields = o.fields as Record<string, unknown>;
+  if (typeof o.id === 'string') e.id = o.id;
+  return e;
+}
+
+test('a canonical line decodes as JSON.parse would, and is sent on and formatted exactly as the entry encoded anew', (t) => {
+  const out = { completed: false };
+  let canonical = 0;
+  for (let i = 0; i < 20_000; i++) {
+    const odd = rand() < 0.2;
+    const e: Entry = { time: Math.floor(rand() * 4e12), source: rand() < 0.05 ? '' : randomText(odd) || 's', message: randomText(odd) };
+    if (rand() < 0.4) e.node = randomText(odd);
+    if (rand() < 0.5) e.level = (['TRACE', 'DEBUG', 'INFO', 'WARN', 'ERROR', 'FATAL'] as const)[Math.floor(rand() * 6)];
+    if (rand() < 0.1) e.fields = { k: randomText(odd) };
+    if (rand() < 0.9) e.id = randomText(odd);
+    const line = encodeEntry(e, 0, 'p', out);
+    const linkNode = rand() < 0.7 ? 'edge-1' : undefined;
+    const got = decodeEntry(line, linkNode, 7, 'fallback');
+    const want = reference(line, linkNode, 7, 'fallback');
+    if (got?.raw !== undefined) canonical++;
+    t.deepEqual(withoutRaw(got), want, line);
+    const anew = withoutRaw(got)!;
+    t.is(encodeEntry(got!, 0, 'p', out), encodeEntry(anew, 0, 'p', out), line);
+    t.is(formatJson(got!), formatJson(anew), line);
+  }
+  t.true(canonical > 8_000, `${canonical} of 20,000 lines took the canonical path`);
+});
+
+test('only canonical lines keep raw: any other form takes the general path', (t) => {
+  const ok = '{"time":"2024-01-02T03:04:05.006Z","source":"s","level":"INFO","message":"m","id":"i"}';
+  const stamped = decodeEntry(ok, 'edge', 0, 'p')!;
+  t.is(stamped.raw, ok);
+  t.is(encodeEntry(stamped, 0, 'p', { completed: false }), '{"time":"2024-01-02T03:04:05.006Z","node":"edge","source":"s","level":"INFO","message":"m","id":"i"}');
+  t.is(formatJson(stamped), '{"time":"2024-01-02T03:04:05.006Z","node":"edge","source":"s","level":"INFO","message":"m"}');
+  const unstamped = decodeEntry(ok, undefined, 0, 'p')!;
+  t.is(encodeEntry(unstamped, 0, 'p', { completed: false }), ok);
+  for (const line of [
+    '{"time":"2024-01-02T03:04:05Z","source":"s","message":"m","id":"i"}', // no milliseconds
+    '{"time":"2024-02-30T03:04:05.006Z","source":"s","message":"m","id":"i"}', // no such day
+    '{"time":"2024-01-02T03:04:05.006Z","node":"","source":"s","message":"m","id":"i"}',
+    '{"time":"2024-01-02T03:04:05.006Z","source":"","message":"m","id":"i"}',
+    '{"time":"2024-01-02T03:04:05.006Z","message":"m","id":"i"}',
+    '{"time":"2024-01-02T03:04:05.006Z","source":"s","level":"info","message":"m","id":"i"}',
+    '{"time":"2024-01-02T03:04:05.006Z","source":"s","message":"m\\u0041","id":"i"}',
+    '{"time":"2024-01-02T03:04:05.006Z","source":"s","message":"m","fields":{"a":1},"id":"i"}',
+    '{"time":"2024-01-02T03:04:05.006Z","source":"s","message":"m"}',
+    '{"time":"2024-01-02T03:04:05.006Z","source":"s","message":"m","id":"i"} ',
+    '{"time":"2024-01-02T03:04:05.006Z","source":"s","id":"i","message":"m"}',
+  ]) {
+    const e = decodeEntry(line, 'edge', 0, 'p');
+    t.truthy(e, line);
+    t.is(e!.raw, undefined, line);
+    t.deepEqual(e, reference(line, 'edge', 0, 'p'), line);
+  }
+  t.is(decodeEntry('{"time":"2024-01-02T03:04:05.006Z","source":"s","message":"m","id":"i"', 'edge', 0, 'p'), undefined);
+  t.is(decodeEntry('{"time":"2024-01-02T03:04:05.006Z","source":"s","message":"m\u0001","id":"i"}', 'edge', 0, 'p'), undefined);
 });
