@@ -94,20 +94,6 @@ export function encodeEntry(e: Entry, now: number, fallbackSource: string, out: 
 }
 
 /**
- * `encodeEntry` once per item: the line is kept on the item for the pipeline's other chain sinks,
- * unless it had to be completed (the next sink completes it too and counts that itself).
- */
-export function wireLine(item: { readonly entry: Entry; wire: string | undefined }, now: number, fallbackSource: string, out: { completed: boolean }): string {
-  if (item.wire !== undefined) {
-    out.completed = false;
-    return item.wire;
-  }
-  const line = encodeEntry(item.entry, now, fallbackSource, out);
-  if (!out.completed) item.wire = line;
-  return line;
-}
-
-/**
  * Decodes one entry line; undefined when it is not a JSON object (a parse error). A received
  * entry without `node` gets `node`; one without time or source gets `now` / `fallbackSource`.
  */

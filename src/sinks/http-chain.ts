@@ -8,9 +8,9 @@ import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { HeldWaiters } from '../chain/held-waiters.js';
 import { chainBackoff, type ChainSinkConfig, chainSinkConfig, chainSinkFields } from '../chain/sink-config.js';
 import type { PluginSpec } from '../config/spec.js';
-import { defaultNode, HEADER_NODE, HEADER_PROTOCOL, NDJSON, PROTOCOL_VERSION, wireLine } from '../chain/protocol.js';
+import { defaultNode, HEADER_NODE, HEADER_PROTOCOL, NDJSON, PROTOCOL_VERSION } from '../chain/protocol.js';
+import { eachWireRun, encodeWire } from '../chain/wire.js';
 import { settleAll } from '../core/ack.js';
-import { linesBuffer } from '../core/lines-buffer.js';
 import { errorMessage } from '../core/errors.js';
 import { clientTlsOptions } from '../net/tls.js';
 import { createLinkState } from '../chain/link-state.js';
@@ -61,6 +61,13 @@ export const HTTP_CHAIN_SINK: PluginSpec = {
   }),
 };
 
+/** The batch's lines as one body: a slice of the Buffer they were written into when they lie together. */
+function bodyOf(items: readonly SinkItem[]): Buffer {
+  const runs: Buffer[] = [];
+  eachWireRun(items, 0, items.length, (bytes) => runs.push(bytes));
+  return runs.length === 1 ? runs[0]! : Buffer.concat(runs);
+}
+
 export const createHttpChainSink: SinkFactory = (plugin, ctx): Sink => {
   const cfg = chainSinkConfig<HttpChainSinkConfig>(plugin, HTTP_CHAIN_SINK);
   const tlsOptions = clientTlsOptions('sink', plugin.id, cfg.tls, cfg.host);
@@ -78,8 +85,7 @@ export const createHttpChainSink: SinkFactory = (plugin, ctx): Sink => {
   let agent: HttpAgent | undefined;
 
   // The batch being filled, then closed batches waiting to be sent, and up to MAX_IN_FLIGHT out.
-  let building: string[] = [];
-  let buildingItems: SinkItem[] = [];
+  let building: SinkItem[] = [];
   /** the last attempt failed: a redundant path (fanout = "any") skips this sink meanwhile */
   let failing = false;
   let buildingBytes = 0;
@@ -90,7 +96,6 @@ export const createHttpChainSink: SinkFactory = (plugin, ctx): Sink => {
   let retryTimer: NodeJS.Timeout | undefined;
   let outageLogged = false;
   let closing = false;
-  const encodeOut = { completed: false };
 
   const held = () => readyEntries + building.length;
   const waiters = new HeldWaiters(held, cfg.buffer_size);
@@ -99,10 +104,9 @@ export const createHttpChainSink: SinkFactory = (plugin, ctx): Sink => {
     clearTimeout(flushTimer);
     flushTimer = undefined;
     if (building.length === 0) return;
-    ready.push({ body: linesBuffer(building), count: building.length, items: buildingItems });
+    ready.push({ body: bodyOf(building), count: building.length, items: building });
     readyEntries += building.length;
     building = [];
-    buildingItems = [];
     buildingBytes = 0;
     send();
   };
@@ -198,15 +202,12 @@ export const createHttpChainSink: SinkFactory = (plugin, ctx): Sink => {
     carriesIds: true,
     linkUp: () => !failing,
     write(items) {
-      const now = Date.now();
+      counters.synthesized += encodeWire(items, 0, items.length, Date.now(), ctx.pipeline);
       for (const item of items) {
-        const line = wireLine(item, now, ctx.pipeline, encodeOut);
-        if (encodeOut.completed) counters.synthesized++;
         // Close the batch before this line would take it past the byte cap.
-        const bytes = Buffer.byteLength(line) + 1;
+        const bytes = item.wireEnd - item.wireAt;
         if (building.length > 0 && buildingBytes + bytes > cfg.max_batch_bytes) closeBatch();
-        building.push(line);
-        buildingItems.push(item);
+        building.push(item);
         buildingBytes += bytes;
         if (building.length >= cfg.max_batch_count || buildingBytes >= cfg.max_batch_bytes) closeBatch();
       }

@@ -7,9 +7,9 @@ import { type ConnectionOptions, connect as tlsConnect } from 'node:tls';
 import { HeldWaiters } from '../chain/held-waiters.js';
 import { chainBackoff, type ChainSinkConfig, chainSinkConfig, chainSinkFields } from '../chain/sink-config.js';
 import type { PluginSpec } from '../config/spec.js';
-import { defaultNode, helloLine, LineSplitter, parseServerLine, wireLine } from '../chain/protocol.js';
+import { defaultNode, helloLine, LineSplitter, parseServerLine } from '../chain/protocol.js';
+import { eachWireRun, encodeWire } from '../chain/wire.js';
 import { settleAll } from '../core/ack.js';
-import { linesBuffer } from '../core/lines-buffer.js';
 import { errorMessage } from '../core/errors.js';
 import { clientTlsOptions } from '../net/tls.js';
 import { createLinkState } from '../chain/link-state.js';
@@ -40,14 +40,13 @@ export const createTcpChainSink: SinkFactory = (plugin, ctx): Sink => {
   const log = ctx.log;
   const link = createLinkState(counters, log, `${cfg.host}:${cfg.port}`);
 
-  // Entries not yet acknowledged, encoded, oldest first: lines[head..] (items[head..] the same
-  // entries, settled once acknowledged); the first `sent` of them went out on the current connection.
-  let lines: string[] = [];
+  // Entries not yet acknowledged, oldest first: items[head..], each with its chain line (see
+  // encodeWire), settled once acknowledged; the first `sent` of them went out on the current connection.
   let items: SinkItem[] = [];
   let head = 0;
   let sent = 0;
   let lastAck = 0;
-  const held = () => lines.length - head;
+  const held = () => items.length - head;
   const waiters = new HeldWaiters(held, cfg.buffer_size);
 
   let state: State = 'idle';
@@ -59,7 +58,6 @@ export const createTcpChainSink: SinkFactory = (plugin, ctx): Sink => {
   /** a failure is logged at WARN once per outage, then at DEBUG */
   let outageLogged = false;
   let closing = false;
-  const encodeOut = { completed: false };
 
   const onAck = (n: number) => {
     const delta = Math.min(n - lastAck, sent);
@@ -68,12 +66,10 @@ export const createTcpChainSink: SinkFactory = (plugin, ctx): Sink => {
     settleAll(items, head, head + delta);
     head += delta;
     sent -= delta;
-    if (head === lines.length) {
-      lines = [];
+    if (head === items.length) {
       items = [];
       head = 0;
-    } else if (head > 4096 && head * 2 > lines.length) {
-      lines = lines.slice(head);
+    } else if (head > 4096 && head * 2 > items.length) {
       items = items.slice(head);
       head = 0;
     }
@@ -84,11 +80,16 @@ export const createTcpChainSink: SinkFactory = (plugin, ctx): Sink => {
   const sendPending = () => {
     if (state !== 'ready' || !socket) return;
     const from = head + sent;
-    if (from >= lines.length) return;
-    const chunk = linesBuffer(lines, from);
+    if (from >= items.length) return;
+    const s = socket;
+    let fits = true;
+    s.cork();
+    eachWireRun(items, from, items.length, (bytes) => {
+      fits = s.write(bytes);
+    });
+    s.uncork();
     sent = held();
-    if (!socket.write(chunk) && !writeTimer) {
-      const s = socket;
+    if (!fits && !writeTimer) {
       writeTimer = setTimeout(() => s.destroy(new Error(`write timeout after ${cfg.write_timeout_ms} ms`)), cfg.write_timeout_ms);
     }
   };
@@ -167,7 +168,6 @@ export const createTcpChainSink: SinkFactory = (plugin, ctx): Sink => {
       }
       // fanout = "any": what this broken path holds goes to a live one (DESIGN.md §7)
       if (held() > 0 && !closing && ctx.failover?.(items.slice(head))) {
-        lines = [];
         items = [];
         head = 0;
         counters.unacked = 0;
@@ -189,12 +189,8 @@ export const createTcpChainSink: SinkFactory = (plugin, ctx): Sink => {
     carriesIds: true,
     linkUp: () => state === 'ready',
     write(batch) {
-      const now = Date.now();
-      for (const item of batch) {
-        lines.push(wireLine(item, now, ctx.pipeline, encodeOut));
-        items.push(item);
-        if (encodeOut.completed) counters.synthesized++;
-      }
+      counters.synthesized += encodeWire(batch, 0, batch.length, Date.now(), ctx.pipeline);
+      for (const item of batch) items.push(item);
       counters.unacked = held();
       if (state === 'ready') sendPending();
       else if (state === 'idle' && !ctx.checkOnly) dial();

@@ -17,10 +17,14 @@ export interface SinkItem {
   readonly line: string;
   readonly ticket?: Ticket;
   /**
-   * The entry as a chain line, made by the first chain sink that sends it and kept for the others
-   * (an edge's two links send the same line): see `wireLine`.
+   * The entry as a chain line (`\n` included) in `wireBuf[wireAt..wireEnd)`, written by the first
+   * chain sink that sends it and kept for the others (an edge's two links send the same bytes):
+   * see `encodeWire`. `wireCompleted`: the line had to be completed (no time or source).
    */
-  wire: string | undefined;
+  wireBuf: Buffer | undefined;
+  wireAt: number;
+  wireEnd: number;
+  wireCompleted: boolean;
 }
 
 export interface SinkContext {

@@ -159,7 +159,7 @@ export function buildPipeline(cfg: PipelineConfig, opts: BuildOptions): Pipeline
       const line = flow.process(entry, now);
       if (line === undefined) continue;
       if (journal) passed.push(entry.id!);
-      fanout.offer({ entry, line, ticket, wire: undefined });
+      fanout.offer({ entry, line, ticket, wireBuf: undefined, wireAt: 0, wireEnd: 0, wireCompleted: false });
     }
     settle(ticket);
     updateSaturation();

@@ -3,7 +3,6 @@ import {
   ackLine,
   decodeEntry,
   encodeEntry,
-  wireLine,
   errorLine,
   helloLine,
   LineSplitter,
@@ -13,6 +12,8 @@ import {
 } from '../../src/chain/protocol.js';
 import { type Entry, normaliseLevel } from '../../src/core/entry.js';
 import { formatJson } from '../../src/flow/format.js';
+import { eachWireRun, encodeWire } from '../../src/chain/wire.js';
+import type { SinkItem } from '../../src/sinks/types.js';
 
 /** The entry without what `decodeEntry` keeps of a canonical line. */
 function withoutRaw(e: Entry | undefined): Entry | undefined {
@@ -89,19 +90,45 @@ test('an entry time past the Date range is replaced, never thrown on, in both di
   t.true(out.completed);
 });
 
-test('wireLine encodes an item once for every chain sink of the pipeline, but not a line it had to complete', (t) => {
+test('encodeWire writes an item once for every chain sink of the pipeline; a completed line counts for each', (t) => {
+  const item = (entry: Entry): SinkItem => ({ entry, line: '', wireBuf: undefined, wireAt: 0, wireEnd: 0, wireCompleted: false });
+  const items = [item({ time: Date.UTC(2024, 0, 1), source: 's', message: 'm', id: 'i1' }), item({ message: 'no time' } as unknown as Entry)];
+  t.is(encodeWire(items, 0, 2, Date.UTC(2024, 0, 1), 'p'), 1);
+  const bytes = () => items.map((x) => x.wireBuf!.toString('utf8', x.wireAt, x.wireEnd));
+  t.deepEqual(bytes(), ['{"time":"2024-01-01T00:00:00.000Z","source":"s","message":"m","id":"i1"}\n', '{"time":"2024-01-01T00:00:00.000Z","source":"p","message":"no time"}\n']);
+  const first = items[0]!.wireBuf;
+  t.is(items[1]!.wireBuf, first, 'one Buffer for the batch');
+  t.is(items[1]!.wireAt, items[0]!.wireEnd, 'lines lie next to each other');
+  items[0]!.entry.message = 'changed after the first sink';
+  t.is(encodeWire(items, 0, 2, 0, 'p'), 1, 'the second sink counts the completed line too');
+  t.is(items[0]!.wireBuf, first, 'and sends what the first wrote');
+  const runs: string[] = [];
+  eachWireRun(items, 0, 2, (b) => runs.push(b.toString()));
+  t.deepEqual(runs, [bytes().join('')], 'adjacent lines go out as one slice');
+});
+
+test('encodeWire writes the bytes of encodeEntry, for entries of every shape and received canonical lines', (t) => {
   const out = { completed: false };
-  const item = { entry: { time: Date.UTC(2024, 0, 1), source: 's', message: 'm', id: 'i1' } as Entry, wire: undefined as string | undefined };
-  const first = wireLine(item, 0, 'p', out);
-  t.is(first, '{"time":"2024-01-01T00:00:00.000Z","source":"s","message":"m","id":"i1"}');
-  t.is(item.wire, first);
-  item.entry.message = 'changed after the first sink';
-  t.is(wireLine(item, 0, 'p', out), first, 'the second sink sends what the first sent');
-  t.false(out.completed);
-  const partial = { entry: { message: 'no time' } as unknown as Entry, wire: undefined as string | undefined };
-  wireLine(partial, Date.UTC(2024, 0, 1), 'p', out);
-  t.true(out.completed);
-  t.is(partial.wire, undefined, 'a completed line is made (and counted) by each sink');
+  const now = Date.UTC(2025, 5, 6, 7, 8, 9, 10);
+  const items: SinkItem[] = [];
+  const want: string[] = [];
+  for (let i = 0; i < 5_000; i++) {
+    const odd = rand() < 0.3;
+    const e: Entry = { time: rand() < 0.05 ? Number.NaN : Math.floor(rand() * 4e12), source: rand() < 0.05 ? '' : randomText(odd), message: randomText(odd) };
+    if (rand() < 0.4) e.node = randomText(odd);
+    if (rand() < 0.5) e.level = (['TRACE', 'DEBUG', 'INFO', 'WARN', 'ERROR', 'FATAL'] as const)[Math.floor(rand() * 6)];
+    if (rand() < 0.1) e.fields = rand() < 0.3 ? {} : { k: randomText(odd), n: [1, { x: randomText(odd) }] };
+    if (rand() < 0.9) e.id = randomText(odd);
+    // half of them as a relay has them: decoded from the line another node sent
+    const entry = rand() < 0.5 ? decodeEntry(encodeEntry(e, now, 'p', out), rand() < 0.5 ? 'edge-1' : undefined, now, 'p')! : e;
+    want.push(`${encodeEntry(entry, now, 'p', out)}\n`);
+    items.push({ entry, line: '', wireBuf: undefined, wireAt: 0, wireEnd: 0, wireCompleted: false });
+  }
+  for (let at = 0; at < items.length; at += 700) encodeWire(items, at, Math.min(items.length, at + 700), now, 'p');
+  const got: Buffer[] = [];
+  eachWireRun(items, 0, items.length, (b) => got.push(b));
+  t.true(Buffer.concat(got).equals(Buffer.from(want.join(''))));
+  t.true(items.some((x) => x.entry.raw !== undefined));
 });
 
 // A canonical line (what entryJson writes, with plain strings and an id) is read without JSON.parse

@@ -1,0 +1,196 @@
+// Chain lines written straight into Buffers, once per pipeline. Building each line as a string
+// first (a concatenation per key) and writing it out later cost the edge a third of its time: V8
+// has to flatten every such string before it can write its bytes. Here the bytes of a whole sink
+// batch go into one Buffer; each item keeps where its line lies, so an edge's second link sends
+// the same bytes (often the same Buffer, as one write) and a tcp_chain sink resends them after a
+// reconnect. Held lines live outside the JS heap, which the garbage collector never copies.
+
+import { jsonString } from '../core/entry-json.js';
+import type { Entry } from '../core/entry.js';
+import { isTime } from '../core/entry.js';
+import type { SinkItem } from '../sinks/types.js';
+
+/** A Buffer with Node's UTF-8 writer without `write()`'s argument handling (see lines-buffer.ts). */
+type Utf8Writer = Buffer & { utf8Write(text: string, offset: number): number };
+
+/** Characters JSON.stringify would escape (as in entry-json.ts). */
+const NEEDS_ESCAPE = /["\\\u0000-\u001f\ud800-\udfff]/;
+
+const ascii = (s: string): Uint8Array => Buffer.from(s, 'latin1');
+const K_TIME = ascii('{"time":"');
+const K_NODE = ascii('","node":');
+const K_SOURCE = ascii(',"source":');
+const K_LEVEL = ascii(',"level":"');
+const K_MESSAGE = ascii(',"message":');
+const K_FIELDS = ascii(',"fields":');
+const K_ID = ascii(',"id":');
+const TIME_CLOSE = ascii('"');
+
+/** Bytes of the keys and punctuation of the longest line, beyond its strings. */
+const FIXED_BYTES = 128;
+/** Bytes a string may take as JSON: `\uXXXX` is 6 bytes for one UTF-16 unit. */
+const MAX_BYTES_PER_UNIT = 6;
+/** Bytes of keys, punctuation and time of a typical line: the estimate a Buffer is sized by. */
+const TYPICAL_FIXED_BYTES = 72;
+
+function put(buf: Buffer, at: number, bytes: Uint8Array): number {
+  for (let i = 0; i < bytes.length; i++) buf[at + i] = bytes[i]!;
+  return at + bytes.length;
+}
+
+function putString(buf: Utf8Writer, at: number, s: string): number {
+  if (NEEDS_ESCAPE.test(s)) return at + buf.utf8Write(JSON.stringify(s), at);
+  buf[at++] = 34;
+  at += buf.utf8Write(s, at);
+  buf[at] = 34;
+  return at + 1;
+}
+
+let lastMs = Number.NaN;
+const lastIso = Buffer.alloc(24);
+
+function putTime(buf: Buffer, at: number, ms: number): number {
+  if (ms !== lastMs) {
+    lastIso.write(new Date(ms).toISOString(), 'latin1');
+    lastMs = ms;
+  }
+  return put(buf, at, lastIso);
+}
+
+/** Most bytes `writeEntry` may write for `e` (its fields already as JSON text). */
+function boundOf(e: Entry, fields: string | undefined, fallbackSource: string): number {
+  if (e.raw !== undefined) return FIXED_BYTES + MAX_BYTES_PER_UNIT * (e.raw.length + (e.node?.length ?? 0));
+  const text = e.message.length + (e.node?.length ?? 0) + Math.max(e.source?.length ?? 0, fallbackSource.length) + (e.id?.length ?? 0);
+  return FIXED_BYTES + MAX_BYTES_PER_UNIT * text + 3 * (fields?.length ?? 0);
+}
+
+/** Set by `writeEntry`: the line had to be completed (no time → now, no source → the pipeline). */
+let completed = false;
+
+/**
+ * Writes `e` as one chain line and its `\n` at `at`: the bytes of `encodeEntry` (a canonical
+ * received line as it came, its stamped node put in). Returns the end.
+ */
+function writeEntry(buf: Utf8Writer, at: number, e: Entry, fields: string | undefined, now: number, fallbackSource: string): number {
+  completed = false;
+  if (e.raw !== undefined) {
+    const nodeAt = e.rawNodeAt ?? 0;
+    if (nodeAt > 0) {
+      at += buf.utf8Write(e.raw.slice(0, nodeAt), at);
+      at += buf.utf8Write(`,"node":${jsonString(e.node!)}`, at);
+      at += buf.utf8Write(e.raw.slice(nodeAt), at);
+    } else {
+      at += buf.utf8Write(e.raw, at);
+    }
+    buf[at] = 10;
+    return at + 1;
+  }
+  let time = e.time;
+  if (!isTime(time)) {
+    time = now;
+    completed = true;
+  }
+  let source = e.source;
+  if (typeof source !== 'string' || source === '') {
+    source = fallbackSource;
+    completed = true;
+  }
+  at = put(buf, at, K_TIME);
+  at = putTime(buf, at, time);
+  if (e.node) {
+    at = put(buf, at, K_NODE);
+    at = putString(buf, at, e.node);
+  } else {
+    at = put(buf, at, TIME_CLOSE);
+  }
+  at = put(buf, at, K_SOURCE);
+  at = putString(buf, at, source);
+  if (e.level) {
+    at = put(buf, at, K_LEVEL);
+    at += buf.utf8Write(e.level, at);
+    buf[at++] = 34;
+  }
+  at = put(buf, at, K_MESSAGE);
+  at = putString(buf, at, typeof e.message === 'string' ? e.message : String(e.message ?? ''));
+  if (fields !== undefined) {
+    at = put(buf, at, K_FIELDS);
+    at += buf.utf8Write(fields, at);
+  }
+  if (typeof e.id === 'string') {
+    at = put(buf, at, K_ID);
+    at = putString(buf, at, e.id);
+  }
+  buf[at++] = 125;
+  buf[at] = 10;
+  return at + 1;
+}
+
+/** The entry's fields as JSON text, or undefined when it has none. */
+function fieldsJson(e: Entry): string | undefined {
+  if (!e.fields) return undefined;
+  for (const k in e.fields) if (Object.hasOwn(e.fields, k)) return JSON.stringify(e.fields);
+  return undefined;
+}
+
+/**
+ * Gives every item of `items[from..to)` its chain line (`wireBuf[wireAt..wireEnd)`, `\n`
+ * included): the ones no other chain sink of the pipeline wrote yet are written into new
+ * Buffers, in order, so consecutive items lie next to each other. Returns how many of the
+ * range had to be completed (each sink counts `synthesized` for itself).
+ */
+export function encodeWire(items: readonly SinkItem[], from: number, to: number, now: number, fallbackSource: string): number {
+  let synthesized = 0;
+  let buf: Utf8Writer | undefined;
+  let at = 0;
+  for (let i = from; i < to; i++) {
+    const item = items[i]!;
+    if (item.wireBuf !== undefined) {
+      if (item.wireCompleted) synthesized++;
+      continue;
+    }
+    const e = item.entry;
+    const fields = e.raw === undefined ? fieldsJson(e) : undefined;
+    const bound = boundOf(e, fields, fallbackSource);
+    if (!buf || buf.length - at < bound) {
+      // sized for the rest of the range as ASCII plus this line's bound: lines like it then fit
+      // to the end; one that needs more starts a new Buffer
+      let rest = 0;
+      for (let k = i; k < to; k++) {
+        const x = items[k]!.entry;
+        rest += TYPICAL_FIXED_BYTES + (x.raw ?? x.message).length + (x.raw === undefined ? (x.id?.length ?? 0) + (x.source?.length ?? 0) + (x.node?.length ?? 0) : 0);
+      }
+      buf = Buffer.allocUnsafe(rest + bound) as Utf8Writer;
+      at = 0;
+    }
+    const end = writeEntry(buf, at, e, fields, now, fallbackSource);
+    item.wireBuf = buf;
+    item.wireAt = at;
+    item.wireEnd = end;
+    item.wireCompleted = completed;
+    if (completed) synthesized++;
+    at = end;
+  }
+  return synthesized;
+}
+
+/**
+ * Calls `onBytes` with the chain lines of `items[from..to)` (encoded by `encodeWire`), lines that
+ * lie next to each other in one Buffer given as one slice.
+ */
+export function eachWireRun(items: readonly SinkItem[], from: number, to: number, onBytes: (bytes: Buffer) => void): void {
+  let buf: Buffer | undefined;
+  let start = 0;
+  let end = 0;
+  for (let i = from; i < to; i++) {
+    const item = items[i]!;
+    if (item.wireBuf === buf && item.wireAt === end) {
+      end = item.wireEnd;
+      continue;
+    }
+    if (buf) onBytes(buf.subarray(start, end));
+    buf = item.wireBuf;
+    start = item.wireAt;
+    end = item.wireEnd;
+  }
+  if (buf) onBytes(buf.subarray(start, end));
+}
