@@ -57,6 +57,18 @@ function putTime(buf: Buffer, at: number, ms: number): number {
   return put(buf, at, lastIso);
 }
 
+let lastNode = '';
+let lastNodeKey: Uint8Array = new Uint8Array(0);
+
+/** `,"node":"<node>"` as bytes; a relay stamps the same node (its link's) on line after line. */
+function nodeKeyBytes(node: string): Uint8Array {
+  if (node !== lastNode) {
+    lastNodeKey = Buffer.from(`,"node":${jsonString(node)}`);
+    lastNode = node;
+  }
+  return lastNodeKey;
+}
+
 /** Most bytes `writeEntry` may write for `e` (its fields already as JSON text). */
 function boundOf(e: Entry, fields: string | undefined, fallbackSource: string): number {
   if (e.raw !== undefined) return FIXED_BYTES + MAX_BYTES_PER_UNIT * (e.raw.length + (e.node?.length ?? 0));
@@ -77,7 +89,7 @@ function writeEntry(buf: Utf8Writer, at: number, e: Entry, fields: string | unde
     const nodeAt = e.rawNodeAt ?? 0;
     if (nodeAt > 0) {
       at += buf.utf8Write(e.raw.slice(0, nodeAt), at);
-      at += buf.utf8Write(`,"node":${jsonString(e.node!)}`, at);
+      at = put(buf, at, nodeKeyBytes(e.node!));
       at += buf.utf8Write(e.raw.slice(nodeAt), at);
     } else {
       at += buf.utf8Write(e.raw, at);
