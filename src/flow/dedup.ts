@@ -112,6 +112,16 @@ export class PackedWindow {
   }
 }
 
+/**
+ * The id in a string of its own. An id read from a chain line is a slice of that line (or of the
+ * whole chunk the line came in), and would keep all of it alive for as long as the window holds
+ * the id: 100,000 ids kept 38 MB of 300-byte lines instead of 8 MB, each line promoted by the
+ * garbage collector. Slicing a concatenation makes V8 copy it into a fresh string first.
+ */
+function ownCopy(id: string): string {
+  return ` ${id}`.slice(1);
+}
+
 export class DedupSet {
   /** id → its sequence number: slot `seq % capacity` of the ring holds its time */
   private readonly seen = new Map<string, number>();
@@ -151,8 +161,9 @@ export class DedupSet {
     this.expire(now);
   }
 
-  private add(id: string, at: number): void {
+  private add(received: string, at: number): void {
     if (this.next - this.head === this.maxEntries) this.evictOldest();
+    const id = ownCopy(received);
     const slot = this.next % this.maxEntries;
     this.ids[slot] = id;
     this.times[slot] = at;

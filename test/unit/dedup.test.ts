@@ -1,5 +1,7 @@
 // The dedup stage (DESIGN.md §14): the window's two bounds, hand-over, and its place as the first flow stage.
 
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import test from 'ava';
 import { DedupSet, eachId, packChunk, PackedWindow } from '../../src/flow/dedup.js';
 import { createFlow } from '../../src/flow/index.js';
@@ -113,4 +115,22 @@ test('a 100,000-id window and its packed copy: 1,000,000 ids through both keep 1
   t.is(d.size, 100_000);
   t.true(d.check('id-900000', T0 + 100));
   t.false(d.check('id-899999', T0 + 100));
+});
+
+test('the window keeps its ids, not the lines they were read from', (t) => {
+  setFlagsFromString('--expose-gc');
+  const gc = runInNewContext('gc') as () => void;
+  gc();
+  const before = process.memoryUsage().heapUsed;
+  const d = new DedupSet(100_000, 60_000);
+  // each id a slice of a line of its own, as a chain source reads it: 100,000 lines of ~1 KB
+  for (let i = 0; i < 100_000; i++) {
+    const line = `{"message":"${'x'.repeat(1000)}","id":"Abcdefghijklmnop.${i}"}`;
+    d.check(line.slice(line.indexOf('"id":"') + 6, -2), T0);
+  }
+  gc();
+  const grew = (process.memoryUsage().heapUsed - before) / 1e6;
+  t.is(d.size, 100_000);
+  t.true(grew < 40, `the window holds ${grew.toFixed(1)} MB (the lines would be 100 MB)`);
+  t.log(`100,000 ids: ${grew.toFixed(1)} MB of heap`);
 });
