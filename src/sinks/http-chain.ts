@@ -10,7 +10,7 @@ import { chainBackoff, type ChainSinkConfig, chainSinkConfig, chainSinkFields } 
 import type { PluginSpec } from '../config/spec.js';
 import { defaultNode, HEADER_NODE, HEADER_PROTOCOL, NDJSON, PROTOCOL_VERSION } from '../chain/protocol.js';
 import { eachWireRun, encodeWire } from '../chain/wire.js';
-import { settleAll } from '../core/ack.js';
+import { settle, type Ticket } from '../core/ack.js';
 import { errorMessage } from '../core/errors.js';
 import { clientTlsOptions } from '../net/tls.js';
 import { createLinkState } from '../chain/link-state.js';
@@ -27,8 +27,12 @@ interface HttpChainSinkConfig extends ChainSinkConfig {
 interface Batch {
   readonly body: Buffer;
   readonly count: number;
-  /** settled on the peer's 204 (or when the batch is dropped, counted) */
-  readonly items: SinkItem[];
+  /**
+   * The items' tickets, settled on the peer's 204 (or when the batch is dropped, counted). Only
+   * these are kept: once its line is in `body` an entry is garbage, so the entries a relay holds
+   * while the next node answers never outlive the young generation.
+   */
+  readonly tickets: (Ticket | undefined)[];
 }
 
 /**
@@ -104,7 +108,7 @@ export const createHttpChainSink: SinkFactory = (plugin, ctx): Sink => {
     clearTimeout(flushTimer);
     flushTimer = undefined;
     if (building.length === 0) return;
-    ready.push({ body: bodyOf(building), count: building.length, items: building });
+    ready.push({ body: bodyOf(building), count: building.length, tickets: building.map((item) => item.ticket) });
     readyEntries += building.length;
     building = [];
     buildingBytes = 0;
@@ -114,7 +118,7 @@ export const createHttpChainSink: SinkFactory = (plugin, ctx): Sink => {
   const done = (batch: Batch) => {
     inFlight--;
     readyEntries -= batch.count;
-    settleAll(batch.items);
+    for (const ticket of batch.tickets) settle(ticket);
     waiters.wake(closing);
     send();
   };
