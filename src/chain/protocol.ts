@@ -154,7 +154,8 @@ function plainValueEnd(line: string, at: number, key: string): number {
 /** A canonical line with an id as an entry carrying `raw`; undefined when the line is anything else. */
 function decodeCanonical(line: string, node: string | undefined): Entry | undefined {
   if (!line.startsWith('{"time":"') || line.charCodeAt(TIME_END) !== 34 /* " */ || NOT_PLAIN.test(line)) return undefined;
-  const time = canonicalTime(line.slice(TIME_AT, TIME_END));
+  // lines sent together share their time: the last one is compared in place, without a slice
+  const time = line.startsWith(lastCanonicalTime, TIME_AT) && lastCanonicalTime !== '' ? lastCanonicalMs : canonicalTime(line.slice(TIME_AT, TIME_END));
   if (time === undefined) return undefined;
   let at = TIME_END + 1;
   let lineNode: string | undefined;

@@ -172,8 +172,8 @@ export class DedupSet {
 
   private evictOldest(): void {
     const slot = this.head % this.maxEntries;
-    const id = this.ids[slot]!;
-    if (this.seen.get(id) === this.head) this.seen.delete(id);
+    // an id is in the ring once (it is added only when not seen), so its entry is this slot's
+    this.seen.delete(this.ids[slot]!);
     this.ids[slot] = undefined;
     this.head++;
   }
