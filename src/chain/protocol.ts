@@ -188,9 +188,9 @@ function decodeCanonical(line: string, node: string | undefined): Entry | undefi
   const entryNode = lineNode ?? node;
   if (entryNode) entry.node = entryNode;
   if (level) entry.level = level as Level;
-  // a string of its own: the dedup window and its journal keep ids well past the entry, and a
-  // slice would keep the whole line (or the chunk it came in) alive with them
-  entry.id = ` ${line.slice(idAt + 7, end)}`.slice(1);
+  // a slice of the line: the dedup window and its journal, which keep ids past the entry, make
+  // copies of their own (see ownCopy in flow/dedup.ts)
+  entry.id = line.slice(idAt + 7, end);
   entry.raw = line;
   entry.rawNodeAt = lineNode === undefined && node ? nodeAt : 0;
   entry.rawIdAt = idAt;

@@ -118,7 +118,7 @@ export class PackedWindow {
  * the id: 100,000 ids kept 38 MB of 300-byte lines instead of 8 MB, each line promoted by the
  * garbage collector. Slicing a concatenation makes V8 copy it into a fresh string first.
  */
-function ownCopy(id: string): string {
+export function ownCopy(id: string): string {
   return ` ${id}`.slice(1);
 }
 

@@ -4,7 +4,7 @@
 // checkpoint) knows them. An id whose entry was not done is never handed on: its resend must pass.
 
 import type { Ticket } from '../core/ack.js';
-import { type DedupWindow, packChunk } from '../flow/dedup.js';
+import { type DedupWindow, ownCopy, packChunk } from '../flow/dedup.js';
 
 export class DoneIds {
   private ids: string[] = [];
@@ -14,8 +14,9 @@ export class DoneIds {
   constructor(private readonly max: number) {}
 
   add(ids: readonly string[], at: number): void {
+    // own copies: a received id is a slice of its line, which it would keep alive until the take
     for (const id of ids) {
-      this.ids.push(id);
+      this.ids.push(ownCopy(id));
       this.times.push(at);
     }
     if (this.ids.length > this.max * 2) {
