@@ -1,0 +1,297 @@
+// Role bench: the CPU one fleet node's pipeline worker spends per line, each role alone on a fixed
+// load with the bench as its peers (no TLS), so the figure does not depend on what else shares the
+// two cores (the fleet bench's per-process CPU moves by ±20 % with contention):
+//  - edge: a 300,000-line file → two tcp_chain sinks (fanout any) → two bench listeners that ack
+//  - relay: a bench sender (tcp_chain hello, canonical lines) → tcp_chain source → http_chain
+//    sink → a bench HTTP server answering 204
+//  - collector: two bench "relays" post the same 300,000 canonical lines in 500-line bodies →
+//    http_chain source → dedup → json → file sink (and an idle http stream sink)
+// Each role runs BENCH_RUNS times (5); the median µs of worker CPU per line is printed.
+// Run: npm run build && node dist/bench/roles.js [edge|relay|collector]
+
+import { appendFileSync, mkdirSync } from 'node:fs';
+import { Agent, createServer as httpServer, request } from 'node:http';
+import { connect, createServer as netServer, type AddressInfo, type Server } from 'node:net';
+import { join } from 'node:path';
+import { freePort, type RunningNode, sleep, spawnNode, tempDir, waitReady } from '../test/helpers/node.js';
+import { childPids, cpuMs } from './proc.js';
+import { runIfMain } from './report.js';
+
+const LINES = Number(process.env.BENCH_LINES ?? 300_000);
+const RUNS = Math.max(1, Number(process.env.BENCH_RUNS ?? 5));
+const DEADLINE_MS = 60_000;
+
+interface RunResult {
+  readonly lines: number;
+  readonly secs: number;
+  readonly cpuMs: number;
+}
+
+const T0 = Date.now();
+/** A line as a logrelay sink writes it (canonical form), 512 lines sharing a millisecond. */
+const canonical = (i: number, node?: string): string =>
+  `{"time":"${new Date(T0 + (i >> 9)).toISOString()}"${node ? `,"node":"${node}"` : ''},"source":"app.log","message":"line-${String(i).padStart(7, '0')} ${'x'.repeat(180)}","id":"Abcdefghijklmnop.${i.toString(36)}"}`;
+
+/** `LINES` canonical lines in bodies (chunks) of 500. */
+function bodies(node?: string): Buffer[] {
+  const out: Buffer[] = [];
+  for (let i = 0; i < LINES; i += 500) {
+    const lines: string[] = [];
+    for (let k = i; k < Math.min(LINES, i + 500); k++) lines.push(canonical(k, node));
+    out.push(Buffer.from(`${lines.join('\n')}\n`));
+  }
+  return out;
+}
+
+async function workerPid(node: RunningNode): Promise<number> {
+  for (let i = 0; i < 200; i++) {
+    const pids = childPids(node.child.pid!);
+    if (pids.length > 0) return pids[0]!;
+    await sleep(50);
+  }
+  throw new Error('no pipeline worker');
+}
+
+async function withNode(toml: string, what: string, load: (dir: string) => Promise<void>, lines: number): Promise<RunResult> {
+  const dir = tempDir('logrelay-bench-roles-');
+  mkdirSync(join(dir.path, 'app'));
+  const node = spawnNode(['-c', dir.file('node.toml', `status_interval_ms = 1000\n${toml.replaceAll('@DIR@', dir.path)}`)]);
+  try {
+    await waitReady(node, what);
+    const pid = await workerPid(node);
+    const cpu0 = cpuMs(pid);
+    const t0 = performance.now();
+    await load(dir.path);
+    return { lines, secs: (performance.now() - t0) / 1000, cpuMs: cpuMs(pid) - cpu0 };
+  } finally {
+    node.child.kill('SIGKILL');
+    dir.remove();
+  }
+}
+
+const listen = (server: Server | ReturnType<typeof httpServer>): Promise<number> =>
+  new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve((server.address() as AddressInfo).port)));
+
+async function edge(): Promise<RunResult> {
+  const counts = [0, 0];
+  const servers = [0, 1].map((k) =>
+    netServer((s) => {
+      let hello = false;
+      let n = 0;
+      s.on('error', () => {});
+      s.on('data', (chunk: Buffer) => {
+        let i = 0;
+        if (!hello) {
+          i = chunk.indexOf(10) + 1;
+          hello = true;
+          s.write('{"ok":1}\n');
+        }
+        for (i = chunk.indexOf(10, i); i >= 0; i = chunk.indexOf(10, i + 1)) n++;
+        counts[k] = n;
+        s.write(`{"ack":${n}}\n`);
+      });
+    }),
+  );
+  const ports = await Promise.all(servers.map(listen));
+  const sink = (k: number) => `[[pipelines.plugin_sinks]]
+id = "relay-${k}"
+type = "tcp_chain"
+[pipelines.plugin_sinks.config]
+host = "127.0.0.1"
+port = ${ports[k]}
+node = "edge"
+buffer_size = 20000
+`;
+  let text = '';
+  for (let i = 1; i <= LINES; i++) text += `line-${String(i).padStart(7, '0')} ${'x'.repeat(180)}\n`;
+  const bytes = Buffer.from(text);
+  try {
+    return await withNode(
+      `[[pipelines]]
+name = "app"
+fanout = "any"
+[[pipelines.plugin_sources]]
+id = "app"
+type = "file"
+[pipelines.plugin_sources.config]
+directory = "@DIR@/app"
+pattern = "*.log"
+${sink(0)}${sink(1)}`,
+      'edge',
+      async (dir) => {
+        appendFileSync(join(dir, 'app', 'backlog.log'), bytes);
+        const deadline = performance.now() + DEADLINE_MS;
+        // a fanout-any sink whose queue is full skips entries: done when one link took them all
+        while (Math.max(...counts) < LINES && performance.now() < deadline) await sleep(5);
+        if (Math.max(...counts) < LINES) throw new Error(`edge: ${Math.max(...counts)} of ${LINES} lines within the deadline`);
+      },
+      LINES,
+    );
+  } finally {
+    for (const s of servers) s.close();
+  }
+}
+
+async function relay(): Promise<RunResult> {
+  let got = 0;
+  const collector = httpServer((req, res) => {
+    let n = 0;
+    req.on('data', (c: Buffer) => {
+      for (let i = c.indexOf(10); i >= 0; i = c.indexOf(10, i + 1)) n++;
+    });
+    req.on('end', () => {
+      got += n;
+      res.writeHead(204, { 'x-logrelay-accepted': String(n) });
+      res.end();
+    });
+  });
+  const collectorPort = await listen(collector);
+  const port = await freePort();
+  const chunks = bodies();
+  try {
+    return await withNode(
+      `[[pipelines]]
+name = "relay"
+[[pipelines.plugin_sources]]
+id = "edges"
+type = "tcp_chain"
+[pipelines.plugin_sources.config]
+host = "127.0.0.1"
+port = ${port}
+buffer_size = 5000
+[[pipelines.plugin_sinks]]
+id = "collector"
+type = "http_chain"
+[pipelines.plugin_sinks.config]
+host = "127.0.0.1"
+port = ${collectorPort}
+node = "relay-a"
+buffer_size = 5000
+on_full = "block"
+flush_interval_ms = 200
+`,
+      'relay',
+      () =>
+        new Promise<void>((resolve, reject) => {
+          const s = connect(port, '127.0.0.1');
+          const timer = setTimeout(() => reject(new Error(`relay: not every line acknowledged within ${DEADLINE_MS} ms`)), DEADLINE_MS);
+          let rest = '';
+          s.setEncoding('utf8');
+          s.on('error', reject);
+          s.write('{"logrelay":1,"node":"edge"}\n');
+          s.on('data', (d: string) => {
+            rest += d;
+            for (let i = rest.indexOf('\n'); i >= 0; i = rest.indexOf('\n')) {
+              const line = rest.slice(0, i);
+              rest = rest.slice(i + 1);
+              if (line === '{"ok":1}') for (const c of chunks) s.write(c);
+              const m = /"ack":(\d+)/.exec(line);
+              if (m && Number(m[1]) === LINES) {
+                clearTimeout(timer);
+                s.end();
+                resolve();
+              }
+            }
+          });
+        }),
+      LINES,
+    );
+  } finally {
+    collector.close();
+    if (got < LINES) console.error(`relay: the collector side got ${got} of ${LINES} lines`);
+  }
+}
+
+async function collector(): Promise<RunResult> {
+  const port = await freePort();
+  const streamPort = await freePort();
+  const all = bodies('edge');
+  const post = (agent: Agent, relay: string, body: Buffer) =>
+    new Promise<number>((resolve, reject) => {
+      const req = request(
+        { host: '127.0.0.1', port, path: '/ingest', method: 'POST', agent, headers: { 'x-logrelay-protocol': '1', 'x-logrelay-node': relay, 'content-type': 'application/x-ndjson', 'content-length': body.length } },
+        (res) => {
+          res.resume();
+          res.on('end', () => resolve(res.statusCode ?? 0));
+        },
+      );
+      req.on('error', reject);
+      req.end(body);
+    });
+  /** one relay's copy of every line: four requests in flight, a 503 tried again after 20 ms */
+  const relaySends = async (relay: string) => {
+    const agent = new Agent({ keepAlive: true, maxSockets: 4 });
+    const deadline = performance.now() + DEADLINE_MS;
+    let next = 0;
+    const lane = async () => {
+      while (next < all.length) {
+        const body = all[next++]!;
+        while ((await post(agent, relay, body)) !== 204) {
+          if (performance.now() > deadline) throw new Error(`collector: a body not taken within ${DEADLINE_MS} ms`);
+          await sleep(20);
+        }
+      }
+    };
+    await Promise.all([lane(), lane(), lane(), lane()]);
+    agent.destroy();
+  };
+  return withNode(
+    `[[pipelines]]
+name = "collect"
+[pipelines.flow.dedup]
+enabled = true
+[pipelines.flow.format]
+type = "json"
+[[pipelines.plugin_sources]]
+id = "relays"
+type = "http_chain"
+[pipelines.plugin_sources.config]
+host = "127.0.0.1"
+port = ${port}
+buffer_size = 5000
+[[pipelines.plugin_sinks]]
+id = "stream"
+type = "http"
+[pipelines.plugin_sinks.config]
+host = "127.0.0.1"
+port = ${streamPort}
+client_buffer_size = 1024
+[[pipelines.plugin_sinks]]
+id = "archive"
+type = "file"
+[pipelines.plugin_sinks.config]
+directory = "@DIR@/out"
+name = "fleet"
+buffer_size = 20000
+on_full = "block"
+`,
+    'collector',
+    async () => {
+      await Promise.all([relaySends('relay-a'), relaySends('relay-b')]);
+    },
+    2 * LINES,
+  );
+}
+
+const ROLES = { edge, relay, collector } as const;
+
+export async function main(): Promise<void> {
+  const asked = process.argv.slice(2).filter((a): a is keyof typeof ROLES => a in ROLES);
+  const rows: string[] = [];
+  for (const role of asked.length > 0 ? asked : (Object.keys(ROLES) as (keyof typeof ROLES)[])) {
+    const perLine: number[] = [];
+    for (let run = 1; run <= RUNS; run++) {
+      const r = await ROLES[role]();
+      perLine.push((1000 * r.cpuMs) / r.lines);
+      console.error(`${role} run ${run}: ${r.lines} lines in ${r.secs.toFixed(2)} s, worker CPU ${(r.cpuMs / 1000).toFixed(2)} s`);
+    }
+    const sorted = [...perLine].sort((a, b) => a - b);
+    rows.push(`| ${role.padEnd(9)} | ${sorted[Math.floor(sorted.length / 2)]!.toFixed(2).padStart(13)} | ${`${sorted[0]!.toFixed(2)}–${sorted.at(-1)!.toFixed(2)}`.padStart(11)} |`);
+  }
+  console.log(`Worker CPU per line, one node per role with the bench as its peers (no TLS), ${LINES} lines, median of ${RUNS}`);
+  console.log('| role      | µs a line     | runs        |');
+  console.log('|-----------|--------------:|------------:|');
+  for (const r of rows) console.log(r);
+}
+
+runIfMain(import.meta.url, main, { exitWhenDone: true });
