@@ -5,16 +5,11 @@
 // the same bytes (often the same Buffer, as one write) and a tcp_chain sink resends them after a
 // reconnect. Held lines live outside the JS heap, which the garbage collector never copies.
 
-import { jsonString } from '../core/entry-json.js';
+import { hasKeys, isoTime, jsonString, NEEDS_ESCAPE } from '../core/entry-json.js';
 import type { Entry } from '../core/entry.js';
 import { isTime } from '../core/entry.js';
+import type { Utf8Writer } from '../core/lines-buffer.js';
 import type { SinkItem } from '../sinks/types.js';
-
-/** A Buffer with Node's UTF-8 writer without `write()`'s argument handling (see lines-buffer.ts). */
-type Utf8Writer = Buffer & { utf8Write(text: string, offset: number): number };
-
-/** Characters JSON.stringify would escape (as in entry-json.ts). */
-const NEEDS_ESCAPE = /["\\\u0000-\u001f\ud800-\udfff]/;
 
 const ascii = (s: string): Uint8Array => Buffer.from(s, 'latin1');
 const K_TIME = ascii('{"time":"');
@@ -51,7 +46,7 @@ const lastIso = Buffer.alloc(24);
 
 function putTime(buf: Buffer, at: number, ms: number): number {
   if (ms !== lastMs) {
-    lastIso.write(new Date(ms).toISOString(), 'latin1');
+    lastIso.write(isoTime(ms), 'latin1');
     lastMs = ms;
   }
   return put(buf, at, lastIso);
@@ -139,9 +134,7 @@ function writeEntry(buf: Utf8Writer, at: number, e: Entry, fields: string | unde
 
 /** The entry's fields as JSON text, or undefined when it has none. */
 function fieldsJson(e: Entry): string | undefined {
-  if (!e.fields) return undefined;
-  for (const k in e.fields) if (Object.hasOwn(e.fields, k)) return JSON.stringify(e.fields);
-  return undefined;
+  return e.fields && hasKeys(e.fields) ? JSON.stringify(e.fields) : undefined;
 }
 
 /**

@@ -6,7 +6,7 @@
 import type { Entry } from './entry.js';
 
 /** Characters JSON.stringify would escape: `"`, `\`, C0 controls, and any surrogate (lone ones become \uXXXX). */
-const NEEDS_ESCAPE = /["\\\u0000-\u001f\ud800-\udfff]/;
+export const NEEDS_ESCAPE = /["\\\u0000-\u001f\ud800-\udfff]/;
 
 /** A string as JSON text. */
 export function jsonString(s: string): string {

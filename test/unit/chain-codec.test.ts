@@ -14,6 +14,7 @@ import { type Entry, normaliseLevel } from '../../src/core/entry.js';
 import { formatJson } from '../../src/flow/format.js';
 import { eachWireRun, encodeWire } from '../../src/chain/wire.js';
 import type { SinkItem } from '../../src/sinks/types.js';
+import { xorshift } from '../helpers/random.js';
 
 /** The entry without what `decodeEntry` keeps of a canonical line. */
 function withoutRaw(e: Entry | undefined): Entry | undefined {
@@ -133,13 +134,7 @@ test('encodeWire writes the bytes of encodeEntry, for entries of every shape and
 
 // A canonical line (what entryJson writes, with plain strings and an id) is read without JSON.parse
 // and sent on as it came: both must give exactly what the general path gives for the same line.
-let seed = 0x2545f491;
-const rand = () => {
-  seed ^= seed << 13;
-  seed ^= seed >>> 17;
-  seed ^= seed << 5;
-  return (seed >>> 0) / 0x100000000;
-};
+const rand = xorshift(0x2545f491);
 const PLAIN = ['a', 'Z', '0', ' ', '/', '{', '}', ':', ',', "'", 'é', '€', '😀', '\u2028', '<'];
 const ODD = ['"', '\\', '\n', '\t', '\u0000', '\u001f'];
 function randomText(odd: boolean): string {

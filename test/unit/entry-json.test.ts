@@ -5,6 +5,7 @@
 import test from 'ava';
 import { entryJson, isoTime, jsonString } from '../../src/core/entry-json.js';
 import type { Entry, Level } from '../../src/core/entry.js';
+import { xorshift } from '../helpers/random.js';
 
 /** What JSON.stringify makes of the same entry, keys in §4 order. */
 function reference(e: Entry, withId: boolean): string {
@@ -19,13 +20,7 @@ function reference(e: Entry, withId: boolean): string {
 }
 
 // A small deterministic generator, so a failure can be replayed.
-let seed = 0x9e3779b9;
-const rand = () => {
-  seed ^= seed << 13;
-  seed ^= seed >>> 17;
-  seed ^= seed << 5;
-  return (seed >>> 0) / 0x100000000;
-};
+const rand = xorshift(0x9e3779b9);
 const POOL = ['"', '\\', '\n', '\r', '\t', '\u0000', '\u001f', '\u007f', '\u2028', '\u2029', '\ud800', '\udfff', '😀', 'é', '€', '/', '<', ' ', 'a', 'Z', '0', '{', '}'];
 function randomString(): string {
   const n = Math.floor(rand() * 24);
