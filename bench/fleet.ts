@@ -124,7 +124,7 @@ function fleetProcesses(fleet: Fleet): Map<string, number> {
 async function backlog(fleet: Fleet, total: number, run: number): Promise<{ row: string[]; cpu: string[][]; eps: number }> {
   const procs = fleetProcesses(fleet);
   const prefix = `backlog${run}-`;
-  const received0 = await collectorReceived(fleet);
+  const before = await collectorReceived(fleet);
   const file = join(fleet.local.dirs.edge!.APP_LOG_DIR!, `${prefix}.log`);
   let text = '';
   for (let i = 1; i <= total; i++) text += `${prefix}${String(i).padStart(7, '0')} ${'x'.repeat(180)}\n`;
@@ -162,18 +162,25 @@ async function backlog(fleet: Fleet, total: number, run: number): Promise<{ row:
   const cpu = [...procs].map(([k]) => [k, ((cpu1.get(k)! - cpu0.get(k)!) / 1000).toFixed(2), `${Math.round((100 * (cpu1.get(k)! - cpu0.get(k)!)) / 1000 / secs)} %`]);
   const benchSecs = (self.user + self.system) / 1e6;
   cpu.push(['this bench (writes the backlog, watches the collector files)', benchSecs.toFixed(2), `${Math.round((100 * benchSecs) / secs)} %`]);
-  const received = (await collectorReceived(fleet)) - received0;
-  return { row: [`${run}`, `${total}`, `${got}`, `${received}`, `${Math.round(got / secs)}`, secs.toFixed(2)], cpu, eps: got / secs };
+  const after = await collectorReceived(fleet);
+  const received = after.entries - before.entries;
+  const requests = after.requests - before.requests;
+  return {
+    row: [`${run}`, `${total}`, `${got}`, `${received}`, `${requests}`, `${Math.round(received / Math.max(1, requests))}`, `${Math.round(got / secs)}`, secs.toFixed(2)],
+    cpu,
+    eps: got / secs,
+  };
 }
 
-/** Entries the collector's chain source has taken so far (both relays' copies), from its /status. */
-async function collectorReceived(fleet: Fleet): Promise<number> {
+/** Entries and requests the collector's chain source has taken so far (both relays'), from its /status. */
+async function collectorReceived(fleet: Fleet): Promise<{ entries: number; requests: number }> {
   const port = fleet.local.env.collector!.ADMIN_PORT;
   await sleep(1200); // workers report their counters once a second
   const status = (await (await fetch(`http://127.0.0.1:${port}/status`, { signal: AbortSignal.timeout(5000) })).json()) as {
-    pipelines: Record<string, { counters: { sources: Record<string, { total_entries: number }> } }>;
+    pipelines: Record<string, { counters: { sources: Record<string, { total_entries: number; total_requests: number }> } }>;
   };
-  return Object.values(status.pipelines).reduce((sum, p) => sum + Object.values(p.counters.sources).reduce((n, c) => n + c.total_entries, 0), 0);
+  const sources = Object.values(status.pipelines).flatMap((p) => Object.values(p.counters.sources));
+  return { entries: sources.reduce((n, c) => n + c.total_entries, 0), requests: sources.reduce((n, c) => n + c.total_requests, 0) };
 }
 
 async function delay(fleet: Fleet, count: number, everyMs: number): Promise<number[]> {
@@ -228,7 +235,7 @@ export async function main(): Promise<void> {
     for (let run = 1; run <= RUNS; run++) runs.push(await backlog(fleet, Number(process.env.BENCH_BACKLOG ?? 300_000), run));
     const median = [...runs].sort((a, b) => a.eps - b.eps)[Math.floor(runs.length / 2)]!;
     console.log(`\nbacklog written at once at the edge (fanout any, dedup collector: every line exactly once); ${RUNS} runs, median ${Math.round(median.eps)} unique lines/s`);
-    console.log(table(['run', 'lines', 'unique at collector', 'received by the collector (both relays)', 'unique lines/s', 'seconds'], runs.map((r) => r.row)));
+    console.log(table(['run', 'lines', 'unique at collector', 'received by the collector (both relays)', 'requests', 'lines/request', 'unique lines/s', 'seconds'], runs.map((r) => r.row)));
     console.log('\nCPU during the median backlog run (user + system; 200 % = both cores)');
     console.log(table(['process', 'CPU s', 'share of the run'], median.cpu));
     if (BACKLOG_ONLY) return;

@@ -197,6 +197,54 @@ function decodeCanonical(line: string, node: string | undefined): Entry | undefi
   return entry;
 }
 
+/** `,"id":"` — what comes before the id of a line that ends with one. */
+const ID_KEY = ',"id":"';
+/** The longest id read ahead of decoding (§14: at most 40 characters). */
+const MAX_TRAILING_ID = 40;
+
+/**
+ * The id a line ends with (`…,"id":"<id>"}`), read from `buf[start..end)` without decoding the
+ * line, for the dedup window to drop a duplicate before it costs a decode; undefined when the line
+ * does not end so, or the id is longer than 40 characters or has anything but printable ASCII
+ * without `\` and `"`. In a line that is a JSON object, such an ending is its top-level `id`
+ * member: the value is the last one (the object's `}` follows its closing quote), and nothing
+ * between the quotes can be escaped. So a copy is known by its id before it is parsed: a line that
+ * starts and ends like an entry but is no JSON, with an id the window holds, counts as a duplicate
+ * rather than a parse error (dropped either way).
+ */
+export function trailingId(buf: Buffer, start: number, end: number): string | undefined {
+  if (end - start < 10 || buf[start] !== 123 /* { */ || buf[end - 1] !== 125 /* } */ || buf[end - 2] !== 34 /* " */) return undefined;
+  const close = end - 2;
+  const q = openingQuote(close, Math.max(start + ID_KEY.length, close - MAX_TRAILING_ID - 1), (i) => buf[i]!);
+  if (q < 0) return undefined;
+  for (let k = 0; k < ID_KEY.length - 1; k++) if (buf[q - ID_KEY.length + 1 + k] !== ID_KEY.charCodeAt(k)) return undefined;
+  return buf.toString('latin1', q + 1, close);
+}
+
+/**
+ * Where the quote opening a string that closes at `close` is, looking no further back than
+ * `stop`: -1 when it is not there, the string is empty, or a character in it is not printable
+ * ASCII or is a `\`.
+ */
+function openingQuote(close: number, stop: number, at: (i: number) => number): number {
+  for (let q = close - 1; q >= stop; q--) {
+    const c = at(q);
+    if (c === 34 /* " */) return q + 1 === close ? -1 : q;
+    if (c < 0x20 || c > 0x7e || c === 92 /* \ */) return -1;
+  }
+  return -1;
+}
+
+/** `trailingId` of a line already decoded to a string. */
+export function trailingIdOf(line: string): string | undefined {
+  const end = line.length;
+  if (end < 10 || line.charCodeAt(0) !== 123 || line.charCodeAt(end - 1) !== 125 || line.charCodeAt(end - 2) !== 34) return undefined;
+  const close = end - 2;
+  const q = openingQuote(close, Math.max(ID_KEY.length, close - MAX_TRAILING_ID - 1), (i) => line.charCodeAt(i));
+  if (q < 0 || !line.startsWith(ID_KEY, q - ID_KEY.length + 1)) return undefined;
+  return line.slice(q + 1, close);
+}
+
 // ── Line splitting ────────────────────────────────────────────────────────────────────────────
 
 /**

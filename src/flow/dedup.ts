@@ -152,6 +152,12 @@ export class DedupSet {
     return false;
   }
 
+  /** True when `id` is in the window; remembers nothing (a line read ahead of its decode). */
+  has(id: string, now: number): boolean {
+    this.expire(now);
+    return this.seen.has(id);
+  }
+
   /** Adds ids seen elsewhere (a predecessor's window, a checkpoint), oldest first. */
   load(window: DedupWindow, now = Date.now()): void {
     eachId(window, (id, t) => {

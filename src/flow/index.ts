@@ -15,6 +15,12 @@ export interface Flow {
   readonly rateLimiter: RateLimiter | undefined;
   /** the duplicate window, when `dedup.enabled` */
   readonly dedup: DedupSet | undefined;
+  /**
+   * With dedup: true when `id` is in the window, counted as processed and dropped as a duplicate;
+   * a chain source asks before it decodes a line, and skips it (DESIGN.md §14: dedup is the first
+   * stage, so the line would go no further). The window learns nothing: `process` adds the id.
+   */
+  seen(id: string, now: number): boolean;
   /** The formatted line, or undefined when the entry is dropped (counted). */
   process(entry: Entry, now: number): string | undefined;
 }
@@ -31,6 +37,12 @@ export function createFlow(cfg: FlowConfig, debugLog?: Logger): Flow {
     counters,
     rateLimiter: limiter,
     dedup,
+    seen(id, now) {
+      if (!dedup?.has(id, now)) return false;
+      counters.total_processed!++;
+      counters.duplicates_dropped!++;
+      return true;
+    },
     process(entry, now) {
       counters.total_processed!++;
       // a suppressed duplicate is no loss: counted apart from total_dropped

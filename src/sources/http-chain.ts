@@ -7,7 +7,7 @@ import { createServer as createHttpServer, type IncomingMessage, type Server, ty
 import { createServer as createHttpsServer } from 'node:https';
 import type { Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
-import { decodeEntry, HEADER_ACCEPTED, HEADER_NODE, HEADER_PROTOCOL, PROTOCOL_VERSION, RETRY_AFTER_S } from '../chain/protocol.js';
+import { decodeEntry, HEADER_ACCEPTED, HEADER_NODE, HEADER_PROTOCOL, PROTOCOL_VERSION, RETRY_AFTER_S, trailingId } from '../chain/protocol.js';
 import { CHAIN_SOURCE_BUFFER_SIZE, type ChainSourceConfig, chainSourceConfig, chainSourceFields } from '../chain/source-config.js';
 import type { PluginSpec } from '../config/spec.js';
 import { doneBy } from '../core/ack.js';
@@ -16,7 +16,7 @@ import { bind, countHandshakeErrors } from '../net/listener.js';
 import { closeSession, openSession, type Session } from '../net/session.js';
 import { serverSecurity } from '../net/tls.js';
 import type { Source, SourceFactory } from './types.js';
-import { eachLine } from '../core/lines-buffer.js';
+import { eachLineAt } from '../core/lines-buffer.js';
 
 interface HttpChainSourceConfig extends ChainSourceConfig {
   readonly path: string;
@@ -114,9 +114,19 @@ export const createHttpChainSource: SourceFactory = (plugin, ctx): Source => {
       if (answering === 0) drained?.();
     };
     let batch: Entry[] = [];
+    const { duplicate } = ctx;
     // line by line from the bytes: the body as one string would be a large-object allocation
-    eachLine(body, (line) => {
-      const entry = decodeEntry(line, node, now, ctx.pipeline);
+    eachLineAt(body, (start, end) => {
+      if (duplicate) {
+        // a copy the dedup window already has (the other relay's) is dropped before its decode
+        const id = trailingId(body, start, end);
+        if (id !== undefined && duplicate(id, now)) {
+          accepted++;
+          counters.total_entries++;
+          return;
+        }
+      }
+      const entry = decodeEntry(body.toString('utf8', start, end), node, now, ctx.pipeline);
       if (!entry) {
         counters.parse_errors++;
         return;

@@ -5,7 +5,7 @@
 
 import { createServer as createNetServer, type Server, type Socket } from 'node:net';
 import { createServer as createTlsServer, type TLSSocket } from 'node:tls';
-import { ackLine, decodeEntry, errorLine, LineSplitter, OK_LINE, parseHello } from '../chain/protocol.js';
+import { ackLine, decodeEntry, errorLine, LineSplitter, OK_LINE, parseHello, trailingIdOf } from '../chain/protocol.js';
 import { CHAIN_SOURCE_BUFFER_SIZE, type ChainSourceConfig, chainSourceConfig, chainSourceCounters, chainSourceFields } from '../chain/source-config.js';
 import type { PluginSpec } from '../config/spec.js';
 import { doneBy, InOrder } from '../core/ack.js';
@@ -101,12 +101,15 @@ export const createTcpChainSource: SourceFactory = (plugin, ctx): Source => {
       });
     }
     let batch: Entry[] = [];
+    /** lines of this batch dropped as duplicates before their decode: acknowledged with it */
+    let skipped = 0;
     const flush = () => {
-      if (batch.length === 0) return;
+      if (batch.length + skipped === 0) return;
       const b = batch;
       batch = [];
-      counters.total_entries += b.length;
-      link.received += b.length;
+      counters.total_entries += b.length + skipped;
+      link.received += b.length + skipped;
+      skipped = 0;
       ctx.emit(b, link.order.add(link.received));
     };
     const onLine = (line: string) => {
@@ -126,13 +129,22 @@ export const createTcpChainSource: SourceFactory = (plugin, ctx): Source => {
         return;
       }
       if (line.length === 0) return;
-      const entry = decodeEntry(line, link.node, Date.now(), ctx.pipeline);
+      const now = Date.now();
+      if (ctx.duplicate) {
+        // a copy the dedup window already has is dropped before its decode
+        const id = trailingIdOf(line);
+        if (id !== undefined && ctx.duplicate(id, now)) {
+          if (batch.length + ++skipped >= cfg.buffer_size) flush();
+          return;
+        }
+      }
+      const entry = decodeEntry(line, link.node, now, ctx.pipeline);
       if (!entry) {
         counters.parse_errors++;
         return;
       }
       batch.push(entry);
-      if (batch.length >= cfg.buffer_size) flush();
+      if (batch.length + skipped >= cfg.buffer_size) flush();
     };
     socket.setEncoding('utf8');
     socket.on('data', (chunk: string) => {

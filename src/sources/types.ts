@@ -35,6 +35,12 @@ export interface SourceContext {
   emit(entries: Entry[], done?: () => void): void;
   /** Set when the pipeline stamps ids (it has a chain sink): the node name for their prefix. */
   readonly idNode: string | undefined;
+  /**
+   * Set when the pipeline's flow has dedup: true when `id` is already in its window, counted as a
+   * duplicate dropped. A chain source asks with the id a line ends with (`trailingId`) and skips
+   * the line undecoded; what it does emit still passes the window as usual.
+   */
+  readonly duplicate?: (id: string, now: number) => boolean;
   /** True while a blocking sink is full; sources that can pause stop reading until resume(). */
   isSaturated(): boolean;
 }

@@ -226,7 +226,8 @@ export function buildPipeline(cfg: PipelineConfig, opts: BuildOptions): Pipeline
       const emit = (entries: Entry[], done?: () => void) => {
         if (ref.source) emitBatch(ref.source, ids, entries, done);
       };
-      const source = factory(plugin, { pipeline: cfg.name, log, checkOnly: opts.checkOnly, emit, isSaturated: () => saturated, idNode });
+      const duplicate = flow?.dedup ? flow.seen : undefined;
+      const source = factory(plugin, { pipeline: cfg.name, log, checkOnly: opts.checkOnly, emit, isSaturated: () => saturated, idNode, duplicate });
       ref.source = source;
       sources.push(source);
       if (!opts.checkOnly) opts.log.info({ pipeline: cfg.name, plugin: plugin.id, type: plugin.type }, 'Created source instance');

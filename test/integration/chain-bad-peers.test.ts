@@ -238,3 +238,59 @@ on_full = "block"
   // missing header, version 99, one bad line
   t.is(status['sources.http.parse_errors'], 3);
 });
+
+test.serial('a dedup receiver drops a copy by the id its line ends with, before decoding it: counted and acknowledged like any duplicate', async (t) => {
+  const [tcpPort, httpPort] = await Promise.all([freePort(), freePort()]);
+  const toml = `${RECEIVER_HEAD}[pipelines.flow.dedup]
+enabled = true
+${chainSourceToml('tcp', 'tcp_chain', tcpPort)}${chainSourceToml('http', 'http_chain', httpPort)}[[pipelines.plugin_sinks]]
+type = "stdout"
+`;
+  const dedupNode = spawnNode(['-c', tmp.file('dedup.toml', toml), '--logging.level=debug']);
+  t.teardown(() => dedupNode.stop(5000));
+  await waitFor(() => dedupNode.records.some((r) => r.msg === 'Starting pipeline'), 'pipeline started');
+  const time = new Date().toISOString();
+  const line = (message: string, id: string) => `${JSON.stringify({ time, source: 'peer', message, id })}\n`;
+
+  // a copy within one body is caught by the window as the entries pass it
+  const first = await httpCall(httpPort, 'POST', '/ingest', PROTO, `${line('m1', 'a')}${line('m2', 'b')}${line('m1', 'a')}`);
+  t.is(first.status, 204);
+  t.is(first.headers['x-logrelay-accepted'], '3');
+  const second = await httpCall(
+    httpPort,
+    'POST',
+    '/ingest',
+    PROTO,
+    [
+      line('m1', 'a'), // copies the window holds: dropped before their decode
+      line('m2', 'b'),
+      `{"time":"${time}","source":"peer","message":"m3","fields":{"k":1},"id":"c"}\n`, // new, general form
+      `{"time":"${time}","source":"peer","message":"m1","id":"\\u0061"}\n`, // id "a" escaped: found once decoded
+      `{"time":"${time}","source":"peer","message":"x\\",\\"id\\":\\"a"}\n`, // no id: the text only looks like one
+      'not json\n',
+    ].join(''),
+  );
+  t.is(second.status, 204);
+  t.is(second.headers['x-logrelay-accepted'], '5');
+
+  const link = await dial(tcpPort);
+  link.send(HELLO);
+  await link.waitLine((l) => l === '{"ok":1}', 'ok to the hello');
+  link.send(`${line('m1', 'a')}${line('m4', 'd')}${line('m4', 'd')}${line('m5', 'e')}`);
+  // a copy dropped before its decode is acknowledged with the entries around it
+  await link.waitLine((l) => l === '{"ack":4}', 'ack of all 4 lines, copies included');
+  link.socket.destroy();
+
+  const out = () => dedupNode.out.filter((l) => l.startsWith('{')).map((l) => (JSON.parse(l) as { message: string }).message);
+  await waitFor(() => out().length >= 6, 'the unique entries on stdout');
+  const status = await waitFor(() => {
+    const s = latestStatus(dedupNode, 'recv');
+    return s && s['flow.total_processed'] === 12 ? s : undefined;
+  }, 'status report with every entry processed');
+  t.deepEqual(out().sort(), ['m1', 'm2', 'm3', 'm4', 'm5', 'x","id":"a']);
+  t.is(status['flow.duplicates_dropped'], 6);
+  t.is(status['flow.total_passed'], 6);
+  t.is(status['sources.http.total_entries'], 8);
+  t.is(status['sources.http.parse_errors'], 1);
+  t.is(status['sources.tcp.total_entries'], 4);
+});

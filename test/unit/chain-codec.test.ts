@@ -9,6 +9,8 @@ import {
   OK_LINE,
   parseHello,
   parseServerLine,
+  trailingId,
+  trailingIdOf,
 } from '../../src/chain/protocol.js';
 import { type Entry, normaliseLevel } from '../../src/core/entry.js';
 import { formatJson } from '../../src/flow/format.js';
@@ -214,4 +216,52 @@ test('only canonical lines keep raw: any other form takes the general path', (t)
   }
   t.is(decodeEntry('{"time":"2024-01-02T03:04:05.006Z","source":"s","message":"m","id":"i"', 'edge', 0, 'p'), undefined);
   t.is(decodeEntry('{"time":"2024-01-02T03:04:05.006Z","source":"s","message":"m\u0001","id":"i"}', 'edge', 0, 'p'), undefined);
+});
+
+test('trailingId reads the id a line ends with exactly as JSON.parse does, or gives up', (t) => {
+  const out = { completed: false };
+  let read = 0;
+  const lines: string[] = [];
+  for (let i = 0; i < 20_000; i++) {
+    const odd = rand() < 0.3;
+    const e: Entry = { time: Math.floor(rand() * 4e12), source: randomText(odd) || 's', message: randomText(odd) };
+    if (rand() < 0.1) e.fields = { k: randomText(odd) };
+    const kind = rand();
+    // ids as nodes stamp them, too long ones, and any text at all
+    if (kind < 0.5) e.id = `AbCdEfGhIjKlMnOp.${Math.floor(rand() * 1e12).toString(36)}`;
+    else if (kind < 0.55) e.id = 'x'.repeat(35 + Math.floor(rand() * 10));
+    else if (kind < 0.9) e.id = randomText(odd);
+    let line = encodeEntry(e, 0, 'p', out);
+    // and lines that only look like entries: cut, spliced, an id key inside a string, a nested id
+    const r = rand();
+    if (r < 0.05) line = line.slice(Math.floor(rand() * line.length));
+    else if (r < 0.1) line = `{"message":${JSON.stringify(`x","id":"${randomText(odd)}`)}}`;
+    else if (r < 0.15) line = `{"fields":{"id":${JSON.stringify(randomText(odd))}},"message":"m"}`;
+    else if (r < 0.2) line = `{"message":"m","id":${JSON.stringify(randomText(odd))}} `;
+    else if (r < 0.25) line = `{"id":"first","message":"m","id":${JSON.stringify(randomText(odd))}}`;
+    lines.push(line);
+  }
+  for (const line of lines) {
+    let parsed: { id?: unknown } | undefined;
+    try {
+      parsed = JSON.parse(line) as { id?: unknown };
+    } catch {
+      parsed = undefined;
+    }
+    const bytes = Buffer.from(`junk\n${line}\r\n`);
+    const id = trailingId(bytes, 5, bytes.length - 2);
+    t.is(trailingIdOf(line), id, line);
+    if (id === undefined) continue;
+    read++;
+    // a line that is no JSON but starts and ends like an entry is judged by its id (documented)
+    if (parsed) t.is(parsed.id, id, line);
+  }
+  t.true(read > 8_000, `${read} of 20,000 ids read ahead of decoding`);
+  // every id a logrelay node writes (printable ASCII, at most 40 characters) is read
+  t.is(trailingIdOf('{"time":"2024-01-02T03:04:05.006Z","source":"s","message":"m","id":"AbCdEfGhIjKlMnOp.1x2y3"}'), 'AbCdEfGhIjKlMnOp.1x2y3');
+  t.is(trailingIdOf(`{"message":"m","id":"${'i'.repeat(40)}"}`), 'i'.repeat(40));
+  t.is(trailingIdOf(`{"message":"m","id":"${'i'.repeat(41)}"}`), undefined);
+  t.is(trailingIdOf('{"message":"m","id":""}'), undefined);
+  t.is(trailingIdOf('{"message":"m","id":"\\u0041"}'), undefined);
+  t.is(trailingIdOf('{"message":"m","id":"é"}'), undefined);
 });

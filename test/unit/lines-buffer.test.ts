@@ -1,5 +1,5 @@
 import test from 'ava';
-import { eachLine, linesBuffer } from '../../src/core/lines-buffer.js';
+import { eachLineAt, linesBuffer } from '../../src/core/lines-buffer.js';
 
 test('linesBuffer: the lines as UTF-8, each ended by a newline, for ASCII and multi-byte text', (t) => {
   const samples = [
@@ -16,12 +16,12 @@ test('linesBuffer: the lines as UTF-8, each ended by a newline, for ASCII and mu
   t.is(linesBuffer([]).length, 0);
 });
 
-test('eachLine: every line of a buffer, CR LF and a last unterminated line included, empty ones skipped', (t) => {
+test('eachLineAt: every line of a buffer, CR LF and a last unterminated line included, empty ones skipped', (t) => {
   const buf = Buffer.from('one\r\ntwo\n\nthrée 😀\nlast');
   const got: string[] = [];
-  eachLine(buf, (l) => got.push(l));
+  eachLineAt(buf, (start, end) => got.push(buf.toString('utf8', start, end)));
   t.deepEqual(got, ['one', 'two', 'thrée 😀', 'last']);
   const part: string[] = [];
-  eachLine(buf, (l) => part.push(l), 5, 9);
+  eachLineAt(buf, (start, end) => part.push(buf.toString('utf8', start, end)), 5, 9);
   t.deepEqual(part, ['two']);
 });
