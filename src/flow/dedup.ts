@@ -122,12 +122,33 @@ export function ownCopy(id: string): string {
   return ` ${id}`.slice(1);
 }
 
+/** FNV-1a over the UTF-16 units of `id`, then murmur3's final mix so every bit counts in the low ones. */
+function hashId(id: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < id.length; i++) h = Math.imul(h ^ id.charCodeAt(i), 0x01000193);
+  h = Math.imul(h ^ (h >>> 16), 0x85ebca6b);
+  h = Math.imul(h ^ (h >>> 13), 0xc2b2ae35);
+  return h ^ (h >>> 16);
+}
+
+/**
+ * The window: a ring of ids in arrival order (their times in a Float64Array) and an open-addressing
+ * table over it. A slot of the table is two Int32s side by side, the ring index + 1 (0: empty) and
+ * the id's hash, so a lookup reads one cache line and touches a stored id only when the hashes
+ * match. A Map here cost about 1 µs a lookup in a busy collector (each probe loads a key string
+ * from somewhere in the heap); the window is looked up once or twice for every line received.
+ * Linear probing with backward-shift deletion: no tombstones, and the ring remembers each id's slot
+ * (`slotOf`), so eviction needs neither the id's hash nor a probe.
+ */
 export class DedupSet {
-  /** id → its sequence number: slot `seq % capacity` of the ring holds its time */
-  private readonly seen = new Map<string, number>();
   private readonly ids: (string | undefined)[];
   private readonly times: Float64Array;
-  /** sequence numbers of the oldest slot still held and of the next one */
+  /** ring index → table slot holding it */
+  private readonly slotOf: Int32Array;
+  /** [ring index + 1, hash] per slot */
+  private readonly table: Int32Array;
+  private readonly mask: number;
+  /** sequence numbers of the oldest id still held and of the next one; ring index = seq % maxEntries */
   private head = 0;
   private next = 0;
 
@@ -137,51 +158,88 @@ export class DedupSet {
   ) {
     this.ids = new Array<string | undefined>(maxEntries);
     this.times = new Float64Array(maxEntries);
+    this.slotOf = new Int32Array(maxEntries);
+    // at most a quarter full: probes stay short
+    let slots = 16;
+    while (slots < maxEntries * 4) slots *= 2;
+    this.mask = slots - 1;
+    this.table = new Int32Array(slots * 2);
   }
 
   get size(): number {
-    return this.seen.size;
+    return this.next - this.head;
   }
 
   /** True when `id` is in the window (a duplicate); otherwise remembers it as seen at `now`. */
   check(id: string, now: number): boolean {
     this.expire(now);
-    const seq = this.seen.get(id);
-    if (seq !== undefined) return true;
-    this.add(id, now);
+    const h = hashId(id);
+    const slot = this.find(id, h);
+    if (slot >= 0) return true;
+    this.add(id, h, ~slot, now);
     return false;
   }
 
   /** True when `id` is in the window; remembers nothing (a line read ahead of its decode). */
   has(id: string, now: number): boolean {
     this.expire(now);
-    return this.seen.has(id);
+    return this.find(id, hashId(id)) >= 0;
   }
 
   /** Adds ids seen elsewhere (a predecessor's window, a checkpoint), oldest first. */
   load(window: DedupWindow, now = Date.now()): void {
     eachId(window, (id, t) => {
-      if (now - t > this.maxMs || this.seen.has(id)) return;
-      this.add(id, t);
+      if (now - t > this.maxMs) return;
+      const h = hashId(id);
+      const slot = this.find(id, h);
+      if (slot < 0) this.add(id, h, ~slot, t);
     });
     this.expire(now);
   }
 
-  private add(received: string, at: number): void {
-    if (this.next - this.head === this.maxEntries) this.evictOldest();
-    const id = ownCopy(received);
-    const slot = this.next % this.maxEntries;
-    this.ids[slot] = id;
-    this.times[slot] = at;
-    this.seen.set(id, this.next++);
+  /** The slot holding `id`, or ~slot of the empty one where it would go. */
+  private find(id: string, h: number): number {
+    const { table, mask, ids } = this;
+    for (let slot = h & mask; ; slot = (slot + 1) & mask) {
+      const ring = table[slot * 2]!;
+      if (ring === 0) return ~slot;
+      if (table[slot * 2 + 1] === h && ids[ring - 1] === id) return slot;
+    }
+  }
+
+  private add(received: string, h: number, slot: number, at: number): void {
+    if (this.next - this.head === this.maxEntries) {
+      this.evictOldest();
+      // the eviction may have shifted entries into the free slot found: look again
+      slot = ~this.find(received, h);
+    }
+    const ring = this.next++ % this.maxEntries;
+    this.ids[ring] = ownCopy(received);
+    this.times[ring] = at;
+    this.slotOf[ring] = slot;
+    this.table[slot * 2] = ring + 1;
+    this.table[slot * 2 + 1] = h;
   }
 
   private evictOldest(): void {
-    const slot = this.head % this.maxEntries;
-    // an id is in the ring once (it is added only when not seen), so its entry is this slot's
-    this.seen.delete(this.ids[slot]!);
-    this.ids[slot] = undefined;
-    this.head++;
+    const ring = this.head++ % this.maxEntries;
+    this.ids[ring] = undefined;
+    const { table, mask, slotOf } = this;
+    // backward-shift deletion: later entries of the probe run move up into the hole
+    let hole = slotOf[ring]!;
+    for (let slot = (hole + 1) & mask; ; slot = (slot + 1) & mask) {
+      const moving = table[slot * 2]!;
+      if (moving === 0) break;
+      const home = table[slot * 2 + 1]! & mask;
+      // an entry may move back to the hole only if its home is not after the hole (cyclically)
+      const fits = hole <= slot ? home <= hole || home > slot : home <= hole && home > slot;
+      if (!fits) continue;
+      table[hole * 2] = moving;
+      table[hole * 2 + 1] = table[slot * 2 + 1]!;
+      slotOf[moving - 1] = hole;
+      hole = slot;
+    }
+    table[hole * 2] = 0;
   }
 
   /** Forgets ids older than window_ms (the ring is in time order, oldest at head). */

@@ -5,6 +5,7 @@ import { runInNewContext } from 'node:vm';
 import test from 'ava';
 import { DedupSet, eachId, packChunk, PackedWindow } from '../../src/flow/dedup.js';
 import { createFlow } from '../../src/flow/index.js';
+import { xorshift } from '../helpers/random.js';
 
 const T0 = Date.parse('2026-01-02T03:04:05.000Z');
 
@@ -45,6 +46,37 @@ test('1,000,000 distinct ids through a window of 100,000 keep it at 100,000', (t
   t.is(d.size, 100_000);
   t.true(d.check('id-999999', T0));
   t.false(d.check('id-0', T0));
+});
+
+test('the window answers as a plain list of (id, time) would, through evictions, expiry and wrap-around of its table', (t) => {
+  const rand = xorshift(0x9e3779b9);
+  for (const [maxEntries, maxMs, alphabet] of [
+    [1, 50, 4],
+    [3, 100, 8],
+    [7, 1000, 20],
+    [50, 300, 120],
+    [500, 10_000, 2000],
+  ] as const) {
+    const d = new DedupSet(maxEntries, maxMs);
+    let model: { id: string; at: number }[] = [];
+    let now = T0;
+    for (let step = 0; step < 20_000; step++) {
+      now += Math.floor(rand() * (maxMs / 20));
+      model = model.filter((m) => now - m.at <= maxMs);
+      const id = `id-${Math.floor(rand() * alphabet)}`;
+      const known = model.some((m) => m.id === id);
+      if (rand() < 0.3) {
+        t.is(d.has(id, now), known, `has ${id} at step ${step} (window ${maxEntries})`);
+        continue;
+      }
+      t.is(d.check(id, now), known, `check ${id} at step ${step} (window ${maxEntries})`);
+      if (!known) {
+        model.push({ id, at: now });
+        if (model.length > maxEntries) model.shift();
+      }
+      t.is(d.size, model.length);
+    }
+  }
 });
 
 test('dedup is the first flow stage: a duplicate is counted apart from drops and never formatted', (t) => {
