@@ -4,34 +4,56 @@
 // checkpoint) knows them. An id whose entry was not done is never handed on: its resend must pass.
 
 import type { Ticket } from '../core/ack.js';
-import { type DedupWindow, ownCopy, packChunk } from '../flow/dedup.js';
+import type { DedupWindow } from '../flow/dedup.js';
 
 export class DoneIds {
-  private ids: string[] = [];
-  private times: number[] = [];
+  /** one part per batch done: its ids joined by `\n`, how many, and when */
+  private parts: { ids: string; count: number; at: number }[] = [];
+  private count = 0;
 
   /** @param max the window's `window_entries`: older ids than that would be evicted anyway */
   constructor(private readonly max: number) {}
 
   add(ids: readonly string[], at: number): void {
-    // own copies: a received id is a slice of its line, which it would keep alive until the take
+    // Joined at once, into a string of their own: a received id is a slice of its line, which it
+    // would keep alive until the take (a second away), and one string per batch is cheap to keep.
+    let kept = ids;
     for (const id of ids) {
-      this.ids.push(ownCopy(id));
-      this.times.push(at);
+      if (id.includes('\n')) {
+        kept = ids.filter((x) => !x.includes('\n')); // such an id is not packed (see DedupChunk)
+        break;
+      }
     }
-    if (this.ids.length > this.max * 2) {
-      this.ids = this.ids.slice(-this.max);
-      this.times = this.times.slice(-this.max);
-    }
+    if (kept.length === 0) return;
+    this.parts.push({ ids: kept.join('\n'), count: kept.length, at });
+    this.count += kept.length;
+    while (this.count - this.parts[0]!.count >= this.max) this.count -= this.parts.shift()!.count;
   }
 
-  /** The ids done since the last take, oldest first, packed. */
+  /** The ids done since the last take, oldest first, packed (at most `max`). */
   take(): DedupWindow | undefined {
-    if (this.ids.length === 0) return undefined;
-    const out = packChunk(this.ids.slice(-this.max), this.times.slice(-this.max));
-    this.ids = [];
-    this.times = [];
-    return [out];
+    if (this.parts.length === 0) return undefined;
+    const parts = this.parts;
+    this.parts = [];
+    let over = this.count - this.max;
+    this.count = 0;
+    const texts: string[] = [];
+    const runs: number[] = [];
+    for (const part of parts) {
+      let { ids, count } = part;
+      if (over > 0) {
+        // the oldest part loses its oldest ids
+        let cut = 0;
+        for (let k = 0; k < over; k++) cut = ids.indexOf('\n', cut) + 1;
+        ids = ids.slice(cut);
+        count -= over;
+        over = 0;
+      }
+      texts.push(ids);
+      if (runs.length > 0 && runs[runs.length - 2] === part.at) runs[runs.length - 1]! += count;
+      else runs.push(part.at, count);
+    }
+    return [{ ids: texts.join('\n'), runs }];
   }
 }
 

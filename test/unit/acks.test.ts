@@ -62,4 +62,14 @@ test('DoneIds keeps no more than the window would', (t) => {
   const journal = new DoneIds(3);
   for (let i = 0; i < 10; i++) journal.add([`id${i}`], i);
   t.deepEqual(idsOf(journal.take()!), ['id7', 'id8', 'id9']);
+  // batches done at two times: the oldest loses its oldest ids; an id with a line feed is not packed
+  journal.add(['a', 'b'], 100);
+  journal.add(['c', 'x\ny', 'd'], 200);
+  journal.add(['e'], 200);
+  const w = journal.take()!;
+  t.deepEqual(idsOf(w), ['c', 'd', 'e']);
+  t.deepEqual(w[0]!.runs, [200, 3]);
+  journal.add(['a', 'b'], 100);
+  journal.add(['c'], 200);
+  t.deepEqual(journal.take()![0]!.runs, [100, 2, 200, 1]);
 });
