@@ -5,7 +5,7 @@
 // the same bytes (often the same Buffer, as one write) and a tcp_chain sink resends them after a
 // reconnect. Held lines live outside the JS heap, which the garbage collector never copies.
 
-import { hasKeys, isoTime, jsonString, NEEDS_ESCAPE } from '../core/entry-json.js';
+import { hasKeys, isoTime, jsonString, NEEDS_ESCAPE, onlyQuotesFrom } from '../core/entry-json.js';
 import type { Entry } from '../core/entry.js';
 import { isTime } from '../core/entry.js';
 import type { Utf8Writer } from '../core/lines-buffer.js';
@@ -32,9 +32,6 @@ function put(buf: Buffer, at: number, bytes: Uint8Array): number {
   return at + bytes.length;
 }
 
-/** What JSON.stringify escapes, but `"`. */
-const HARD_ESCAPE = /[\\\u0000-\u001f\ud800-\udfff]/g;
-
 /**
  * `s` as a JSON string. Log lines often quote (`msg="…"`) and need nothing else escaped: their
  * pieces between the quotes are written as they are, each quote as `\"` (the bytes of
@@ -46,8 +43,7 @@ function putString(buf: Utf8Writer, at: number, s: string): number {
   if (first < 0) {
     at += buf.utf8Write(s, at);
   } else {
-    HARD_ESCAPE.lastIndex = first;
-    if (s.charCodeAt(first) !== 34 || HARD_ESCAPE.test(s)) return at - 1 + buf.utf8Write(JSON.stringify(s), at - 1);
+    if (!onlyQuotesFrom(s, first)) return at - 1 + buf.utf8Write(JSON.stringify(s), at - 1);
     let from = 0;
     for (let q = first; q >= 0; q = s.indexOf('"', from)) {
       if (q > from) at += buf.utf8Write(s.slice(from, q), at);

@@ -38,6 +38,14 @@ test('jsonString equals JSON.stringify on 100,000 random strings', (t) => {
     const s = randomString();
     if (jsonString(s) !== JSON.stringify(s)) mismatches++;
   }
+  // and strings whose only escapes are quotes (msg="…"), maybe one other escape after them
+  const QUOTED = ['"', 'a', 'é', '€', ' ', '<', '/', "'"];
+  for (let i = 0; i < 50_000; i++) {
+    let s = '';
+    for (let n = Math.floor(rand() * 30); n > 0; n--) s += QUOTED[Math.floor(rand() * QUOTED.length)];
+    if (rand() < 0.2) s += POOL[Math.floor(rand() * POOL.length)] + s;
+    if (jsonString(s) !== JSON.stringify(s)) mismatches++;
+  }
   t.is(mismatches, 0);
 });
 
