@@ -21,6 +21,8 @@ import { markdownTable } from './report.js';
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const BIN = join(ROOT, 'bin', 'logrelay.js');
 const LINES = Number(process.env.BENCH_LINES ?? 1_000_000);
+/** rounds of every scenario (BENCH_RUNS, default 3); each figure is the median */
+const RUNS = Math.max(1, Number(process.env.BENCH_RUNS ?? 3));
 const LINE_BYTES = 200;
 const SCENARIO_DEADLINE_MS = 120_000;
 const MiB = 1024 * 1024;
@@ -171,6 +173,16 @@ function runBaseline(input: string, output: string, json = false): Result {
     : { title: `bare Node → ${to}`, entries: out.lines, ms: out.ms, peakRss: out.peak_rss, note: 'read, split, write' };
 }
 
+/** The round with the median rate, its note naming the range of all rounds. */
+function medianResult(runs: readonly Result[]): Result {
+  const rate = (r: Result) => r.entries / (r.ms / 1000);
+  const sorted = [...runs].sort((a, b) => rate(a) - rate(b));
+  const mid = sorted[Math.floor(sorted.length / 2)]!;
+  if (runs.length === 1) return mid;
+  const range = `${Math.round(rate(sorted[0]!)).toLocaleString('en-US')}–${Math.round(rate(sorted.at(-1)!)).toLocaleString('en-US')}/s`;
+  return { ...mid, note: `${mid.note}; rounds ${range}` };
+}
+
 function table(results: readonly Result[], inputBytes: number, baseNull: Result, baseFile: Result, baseJson: Result): string {
   const head = ['scenario', 'entries', 'seconds', 'entries/s', 'MiB/s', 'peak RSS MiB', 'vs bare Node', 'note'];
   const rows = results.map((r) => {
@@ -200,26 +212,37 @@ async function main(): Promise<void> {
     process.stderr.write(`input: ${LINES} lines, ${(inputBytes / MiB).toFixed(1)} MiB, written in ${((performance.now() - t) / 1000).toFixed(1)} s\n`);
     // warm the page cache for everyone alike
     runBaseline(input, '/dev/null');
-    const baseNull = runBaseline(input, '/dev/null');
-    const baseFile = runBaseline(input, join(work, 'baseline-out.log'));
-    rmSync(join(work, 'baseline-out.log'), { force: true });
-    const baseJson = runBaseline(input, '/dev/null', true);
     const second = join(work, 'input-2.log');
     copyFileSync(input, second);
-    const results: Result[] = [baseNull, baseFile, baseJson];
-    for (const sc of SCENARIOS) {
-      process.stderr.write(`running ${sc.title} …\n`);
-      try {
-        results.push(await runScenario(sc, [input, second], inputBytes, work));
-      } catch (err) {
-        process.stderr.write(`${sc.title}: ${(err as Error).message}\n`);
-        results.push({ title: sc.title, entries: 0, ms: Number.POSITIVE_INFINITY, peakRss: 0, note: `failed: ${(err as Error).message}` });
+    // Rounds of every baseline and scenario in turn: a slow phase of the machine hits all alike,
+    // and each figure is the median of its rounds.
+    const rounds: Result[][] = [];
+    for (let round = 1; round <= RUNS; round++) {
+      const results = [runBaseline(input, '/dev/null'), runBaseline(input, join(work, 'baseline-out.log'))];
+      rmSync(join(work, 'baseline-out.log'), { force: true });
+      results.push(runBaseline(input, '/dev/null', true));
+      for (const sc of SCENARIOS) {
+        process.stderr.write(`round ${round}/${RUNS}: running ${sc.title} …\n`);
+        try {
+          results.push(await runScenario(sc, [input, second], inputBytes, work));
+        } catch (err) {
+          process.stderr.write(`${sc.title}: ${(err as Error).message}\n`);
+          results.push({ title: sc.title, entries: 0, ms: Number.POSITIVE_INFINITY, peakRss: 0, note: `failed: ${(err as Error).message}` });
+        }
       }
+      rounds.push(results);
     }
+    const results = rounds[0]!.map((first) => medianResult(rounds.map((r) => r.find((x) => x.title === first.title)!)));
+    const [baseNull, baseFile, baseJson] = results as [Result, Result, Result];
+    const rateOf = (r: Result | undefined) => (r ? r.entries / r.ms : Number.NaN);
+    const ratios = rounds.map((r) => rateOf(r.find((x) => x.title.startsWith('two pipelines'))) / rateOf(r.find((x) => x.title === 'file → raw → null')));
     const one = results.find((r) => r.title === 'file → raw → null');
     const two = results.find((r) => r.title.startsWith('two pipelines'));
-    const scaling = one && two ? `two pipelines on two workers: ${(two.entries / two.ms / (one.entries / one.ms)).toFixed(2)} × one pipeline's entries/s\n` : '';
-    process.stdout.write(`\n${table(results, inputBytes, baseNull, baseFile, baseJson)}\n\n${scaling}\n\nnode ${process.version}, ${LINES} lines of ${LINE_BYTES} bytes\n`);
+    const scaling =
+      one && two
+        ? `two pipelines on two workers: ${(rateOf(two) / rateOf(one)).toFixed(2)} × one pipeline's entries/s (medians; by round ${ratios.map((x) => x.toFixed(2)).join(', ')})\n`
+        : '';
+    process.stdout.write(`\n${table(results, inputBytes, baseNull, baseFile, baseJson)}\n\n${scaling}\n\nnode ${process.version}, ${LINES} lines of ${LINE_BYTES} bytes, ${RUNS} rounds\n`);
   } finally {
     rmSync(work, { recursive: true, force: true });
   }

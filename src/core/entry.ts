@@ -57,16 +57,17 @@ export function normaliseLevel(value: unknown): Level | undefined {
   return WORD_LEVELS[value.toUpperCase()];
 }
 
-const UPPER_WORD = /\b[A-Z]{3,8}\b/g;
+/**
+ * The first whole word that names a level. A whole upper-case word that names none (`GET`) is no
+ * match, so this finds what a scan of every upper-case word would, in one pass and one match.
+ */
+const LEVEL_WORD = new RegExp(`\\b(?:${Object.keys(WORD_LEVELS).join('|')})\\b`);
 const LOGFMT_LEVEL = /(?:^|\s)(?:level|lvl)=("?)([A-Za-z]+)\1(?=\s|$)/i;
 
 /** Level of a plain text line: first whole upper-case word naming one, else a logfmt level= pair. */
 export function detectLevel(line: string): Level | undefined {
-  UPPER_WORD.lastIndex = 0;
-  for (let m = UPPER_WORD.exec(line); m !== null; m = UPPER_WORD.exec(line)) {
-    const level = WORD_LEVELS[m[0]];
-    if (level) return level;
-  }
+  const word = LEVEL_WORD.exec(line);
+  if (word !== null) return WORD_LEVELS[word[0]];
   const kv = LOGFMT_LEVEL.exec(line);
   return kv ? normaliseLevel(kv[2]) : undefined;
 }

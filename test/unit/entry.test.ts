@@ -2,6 +2,7 @@ import test from 'ava';
 import { detectLevel, type Level, normaliseLevel, parseLine } from '../../src/core/entry.js';
 import { formatJson } from '../../src/flow/format.js';
 import { LineSplitter } from '../../src/sources/file.js';
+import { xorshift } from '../helpers/random.js';
 
 const NOW = Date.parse('2024-01-02T03:04:05.006Z');
 
@@ -31,6 +32,26 @@ for (const [line, level] of LEVEL_CASES) {
     t.is(detectLevel(line), level);
   });
 }
+
+test('detectLevel finds the first whole upper-case word naming a level, as a scan of every upper-case word does', (t) => {
+  const rand = xorshift(0x51ed270b);
+  const WORDS = ['INFO', 'INF', 'INFOS', 'XINFO', 'WARN', 'WARNING', 'WARNINGS', 'ERR', 'ERROR', 'ERRORS', 'DBG', 'DEBUG', 'TRACE', 'FATAL', 'CRITICAL', 'GET', 'ABCDEFGHI', 'info', 'Info'];
+  const GLUE = [' ', '', '-', '_', '1', '[', ']', ':', 'a', 'é', '\t', '='];
+  const WORD = /\b[A-Z]{3,8}\b/g;
+  const reference = (line: string): Level | undefined => {
+    WORD.lastIndex = 0;
+    for (let m = WORD.exec(line); m !== null; m = WORD.exec(line)) {
+      const level = normaliseLevel(m[0]); // the word is upper case already
+      if (level) return level;
+    }
+    return undefined; // no logfmt pair in these lines
+  };
+  for (let i = 0; i < 20_000; i++) {
+    let line = '';
+    for (let n = Math.floor(rand() * 6); n > 0; n--) line += GLUE[Math.floor(rand() * GLUE.length)]! + WORDS[Math.floor(rand() * WORDS.length)]!;
+    t.is(detectLevel(line), reference(line), line);
+  }
+});
 
 const NUMBER_CASES: readonly (readonly [unknown, Level | undefined])[] = [
   [10, 'TRACE'],
