@@ -23,6 +23,8 @@ const BIN = join(ROOT, 'bin', 'logrelay.js');
 const LINES = Number(process.env.BENCH_LINES ?? 1_000_000);
 /** rounds of every scenario (BENCH_RUNS, default 3); each figure is the median */
 const RUNS = Math.max(1, Number(process.env.BENCH_RUNS ?? 3));
+/** lines of the one-against-two-pipelines rounds (BENCH_SCALE_LINES, default 4,000,000; 0: none) */
+const SCALE_LINES = Number(process.env.BENCH_SCALE_LINES ?? 4_000_000);
 const LINE_BYTES = 200;
 const SCENARIO_DEADLINE_MS = 120_000;
 const MiB = 1024 * 1024;
@@ -113,7 +115,7 @@ function dirBytes(dir: string): number {
   return total;
 }
 
-async function runScenario(sc: Scenario, inputs: readonly string[], inputBytes: number, work: string): Promise<Result> {
+async function runScenario(sc: Scenario, inputs: readonly string[], inputBytes: number, work: string, lines = LINES): Promise<Result> {
   const dir = mkdtempSync(join(work, 'scenario-'));
   const names = sc.pipelines === 2 ? ['bench', 'bench2'] : ['bench'];
   const watches = names.map((n) => join(dir, `in-${n}`));
@@ -143,7 +145,7 @@ async function runScenario(sc: Scenario, inputs: readonly string[], inputBytes: 
     let dropped = 0;
     for (const n of names) {
       const report = await until(
-        () => node.records.findLast((r) => r.pipeline === n && (r['sinks.out.total_processed'] as number) >= LINES),
+        () => node.records.findLast((r) => r.pipeline === n && (r['sinks.out.total_processed'] as number) >= lines),
         `${sc.title}: counters show every entry`,
         15_000,
         50,
@@ -171,6 +173,32 @@ function runBaseline(input: string, output: string, json = false): Result {
   return json
     ? { title: `bare Node JSON.stringify NDJSON → ${to}`, entries: out.lines, ms: out.ms, peakRss: out.peak_rss, note: 'read, split, JSON.stringify, write' }
     : { title: `bare Node → ${to}`, entries: out.lines, ms: out.ms, peakRss: out.peak_rss, note: 'read, split, write' };
+}
+
+/**
+ * One pipeline against two, on SCALE_LINES lines each, in rounds: a run of 1,000,000 lines takes
+ * half a second at 2 M/s, so start-up (the file found, the first reads) weighs on the ratio.
+ */
+async function scalingRounds(work: string): Promise<string> {
+  const [one, two] = [SCENARIOS[0]!, SCENARIOS.find((sc) => sc.pipelines === 2)!];
+  const input = join(work, 'scale.log');
+  const second = join(work, 'scale-2.log');
+  const bytes = writeInput(input, SCALE_LINES, LINE_BYTES);
+  copyFileSync(input, second);
+  const ratios: number[] = [];
+  try {
+    for (let round = 1; round <= RUNS; round++) {
+      process.stderr.write(`scaling round ${round}/${RUNS} (${SCALE_LINES} lines each) …\n`);
+      const a = await runScenario(one, [input, second], bytes, work, SCALE_LINES);
+      const b = await runScenario(two, [input, second], bytes, work, SCALE_LINES);
+      ratios.push(b.entries / b.ms / (a.entries / a.ms));
+    }
+  } finally {
+    rmSync(input, { force: true });
+    rmSync(second, { force: true });
+  }
+  const sorted = [...ratios].sort((x, y) => x - y);
+  return `two pipelines on two workers, ${SCALE_LINES.toLocaleString('en-US')} lines each: ${sorted[Math.floor(sorted.length / 2)]!.toFixed(2)} × one pipeline's entries/s (median; by round ${ratios.map((x) => x.toFixed(2)).join(', ')})\n`;
 }
 
 /** The round with the median rate, its note naming the range of all rounds. */
@@ -238,10 +266,11 @@ async function main(): Promise<void> {
     const ratios = rounds.map((r) => rateOf(r.find((x) => x.title.startsWith('two pipelines'))) / rateOf(r.find((x) => x.title === 'file → raw → null')));
     const one = results.find((r) => r.title === 'file → raw → null');
     const two = results.find((r) => r.title.startsWith('two pipelines'));
-    const scaling =
+    let scaling =
       one && two
         ? `two pipelines on two workers: ${(rateOf(two) / rateOf(one)).toFixed(2)} × one pipeline's entries/s (medians; by round ${ratios.map((x) => x.toFixed(2)).join(', ')})\n`
         : '';
+    if (SCALE_LINES > 0) scaling += await scalingRounds(work);
     process.stdout.write(`\n${table(results, inputBytes, baseNull, baseFile, baseJson)}\n\n${scaling}\n\nnode ${process.version}, ${LINES} lines of ${LINE_BYTES} bytes, ${RUNS} rounds\n`);
   } finally {
     rmSync(work, { recursive: true, force: true });
