@@ -158,7 +158,8 @@ export function buildPipeline(cfg: PipelineConfig, opts: BuildOptions): Pipeline
       if (ids && entry.id === undefined) entry.id = ids.next();
       const line = flow.process(entry, now);
       if (line === undefined) continue;
-      if (journal) passed.push(entry.id!);
+      // an entry without an id passed the window unseen: nothing to hand on
+      if (journal && entry.id !== undefined) passed.push(entry.id);
       fanout.offer({ entry, line, ticket, wireBuf: undefined, wireAt: 0, wireEnd: 0, wireCompleted: false });
     }
     settle(ticket);

@@ -293,4 +293,5 @@ type = "stdout"
   t.is(status['sources.http.total_entries'], 8);
   t.is(status['sources.http.parse_errors'], 1);
   t.is(status['sources.tcp.total_entries'], 4);
+  t.is(status.restarts, 0, 'the worker never crashed (an entry without an id passes the window and its journal)');
 });
