@@ -204,6 +204,7 @@ export const createHttpChainSink: SinkFactory = (plugin, ctx): Sink => {
     onFull: cfg.on_full,
     settles: true,
     carriesIds: true,
+    sendsWire: true,
     linkUp: () => !failing,
     write(items) {
       counters.synthesized += encodeWire(items, 0, items.length, Date.now(), ctx.pipeline);

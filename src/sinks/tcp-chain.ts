@@ -187,6 +187,7 @@ export const createTcpChainSink: SinkFactory = (plugin, ctx): Sink => {
     onFull: cfg.on_full,
     settles: true,
     carriesIds: true,
+    sendsWire: true,
     linkUp: () => state === 'ready',
     write(batch) {
       counters.synthesized += encodeWire(batch, 0, batch.length, Date.now(), ctx.pipeline);

@@ -55,6 +55,8 @@ export interface Sink {
   readonly settles?: boolean;
   /** The sink forwards entries to another node: the pipeline stamps ids (DESIGN.md §14). */
   readonly carriesIds?: boolean;
+  /** The sink sends items as chain lines (`encodeWire`): the pipeline may write them ahead. */
+  readonly sendsWire?: boolean;
   /** For `fanout = "any"`: false while the link is down (the sink then skips entries). */
   linkUp?(): boolean;
   /** Build step: bind listeners, open files. Not called by `check`. */

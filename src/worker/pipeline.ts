@@ -3,6 +3,7 @@
 // lives in fanout.ts, acknowledgement tickets in acks.ts; this file assembles them.
 
 import type { PipelineConfig } from '../config/schema.js';
+import { encodeWire } from '../chain/wire.js';
 import { settle, settleAll } from '../core/ack.js';
 import type { PipelineCounters } from '../core/counters.js';
 import type { Entry } from '../core/entry.js';
@@ -154,14 +155,20 @@ export function buildPipeline(cfg: PipelineConfig, opts: BuildOptions): Pipeline
     const passed: string[] = [];
     const ticket = openTicket(done, journal, passed);
     const now = Date.now();
+    const offered: SinkItem[] = [];
     for (const entry of entries) {
       if (ids && entry.id === undefined) entry.id = ids.next();
       const line = flow.process(entry, now);
       if (line === undefined) continue;
       // an entry without an id passed the window unseen: nothing to hand on
       if (journal && entry.id !== undefined) passed.push(entry.id);
-      fanout.offer({ entry, line, ticket, wireBuf: undefined, wireAt: 0, wireEnd: 0, wireCompleted: false });
+      const item: SinkItem = { entry, line, ticket, wireBuf: undefined, wireAt: 0, wireEnd: 0, wireCompleted: false };
+      if (wireAhead) offered.push(item);
+      fanout.offer(item);
     }
+    // Chain lines are written now, while the link may still wait for acknowledgements, so that
+    // when its window opens the sink only sends (a hop's window is small: 1,000 entries by default)
+    if (offered.length > 0) encodeWire(offered, 0, offered.length, now, cfg.name);
     settle(ticket);
     updateSaturation();
     if (!pumpScheduled) {
@@ -211,6 +218,7 @@ export function buildPipeline(cfg: PipelineConfig, opts: BuildOptions): Pipeline
       r.counters.dropped_queue_full!++;
     },
   });
+  const wireAhead = runners.some((r) => r.sink.sendsWire);
   // ids are stamped once, before the fan-out, when an entry may leave this node (DESIGN.md §14)
   const idNode = runners.some((r) => r.sink.carriesIds) ? opts.node : undefined;
   for (const plugin of cfg.plugin_sources) {
