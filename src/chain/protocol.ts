@@ -129,6 +129,8 @@ export function decodeEntry(line: string, node: string | undefined, now: number,
 
 /** A backslash (an escape) or a C0 control (which JSON.parse refuses inside a string). */
 const NOT_PLAIN = /[\\\u0000-\u001f]/;
+/** A C0 control, or a backslash that does not escape a quote. */
+const NOT_QUOTE_ESCAPE = /[\u0000-\u001f]|\\(?!")/;
 const LEVELS: ReadonlySet<string> = new Set(['TRACE', 'DEBUG', 'INFO', 'WARN', 'ERROR', 'FATAL']);
 const TIME_AT = 9; // after {"time":"
 const TIME_END = TIME_AT + 24; // YYYY-MM-DDTHH:MM:SS.mmmZ
@@ -151,9 +153,25 @@ function plainValueEnd(line: string, at: number, key: string): number {
   return line.startsWith(key, at) ? line.indexOf('"', at + key.length) : -1;
 }
 
-/** A canonical line with an id as an entry carrying `raw`; undefined when the line is anything else. */
+/** The closing quote of the message whose text starts at `from`, past its escaped quotes. */
+function messageEnd(line: string, from: number): number {
+  let end = line.indexOf('"', from);
+  while (end > 0 && line.charCodeAt(end - 1) === 92 /* \\ */) end = line.indexOf('"', end + 1);
+  return end;
+}
+
+/** True when the value that closes at `end` ends with a backslash: its quote was escaped. */
+const escapedEnd = (line: string, end: number) => line.charCodeAt(end - 1) === 92;
+
+/**
+ * A canonical line with an id as an entry carrying `raw`; undefined when the line is anything else.
+ * Its message may hold quotes (`\"`, as JSON.stringify writes them, so the line stays canonical):
+ * log lines often do (`msg="…"`), and any other escape takes the general path.
+ */
 function decodeCanonical(line: string, node: string | undefined): Entry | undefined {
-  if (!line.startsWith('{"time":"') || line.charCodeAt(TIME_END) !== 34 /* " */ || NOT_PLAIN.test(line)) return undefined;
+  if (!line.startsWith('{"time":"') || line.charCodeAt(TIME_END) !== 34 /* " */) return undefined;
+  const quoted = NOT_PLAIN.test(line);
+  if (quoted && NOT_QUOTE_ESCAPE.test(line)) return undefined;
   // lines sent together share their time: the last one is compared in place, without a slice
   const time = line.startsWith(lastCanonicalTime, TIME_AT) && lastCanonicalTime !== '' ? lastCanonicalMs : canonicalTime(line.slice(TIME_AT, TIME_END));
   if (time === undefined) return undefined;
@@ -161,13 +179,13 @@ function decodeCanonical(line: string, node: string | undefined): Entry | undefi
   let lineNode: string | undefined;
   let end = plainValueEnd(line, at, ',"node":"');
   if (end >= 0) {
-    if (end === at + 9) return undefined; // an empty node is left out when written
+    if (end === at + 9 || (quoted && escapedEnd(line, end))) return undefined; // an empty node is left out when written
     lineNode = line.slice(at + 9, end);
     at = end + 1;
   }
   const nodeAt = at;
   end = plainValueEnd(line, at, ',"source":"');
-  if (end <= at + 11) return undefined; // no source, or an empty one: filled in, so encoded anew
+  if (end <= at + 11 || (quoted && escapedEnd(line, end))) return undefined; // no source, or an empty one: filled in, so encoded anew
   const source = line.slice(at + 11, end);
   at = end + 1;
   let level: string | undefined;
@@ -177,13 +195,15 @@ function decodeCanonical(line: string, node: string | undefined): Entry | undefi
     if (!LEVELS.has(level)) return undefined;
     at = end + 1;
   }
-  end = plainValueEnd(line, at, ',"message":"');
+  if (!line.startsWith(',"message":"', at)) return undefined;
+  end = quoted ? messageEnd(line, at + 12) : line.indexOf('"', at + 12);
   if (end < 0) return undefined;
-  const message = line.slice(at + 12, end);
+  let message = line.slice(at + 12, end);
   at = end + 1;
   const idAt = at;
   end = plainValueEnd(line, at, ',"id":"');
-  if (end < 0 || end + 2 !== line.length || line.charCodeAt(end + 1) !== 125 /* } */) return undefined;
+  if (end < 0 || end + 2 !== line.length || line.charCodeAt(end + 1) !== 125 /* } */ || (quoted && escapedEnd(line, end))) return undefined;
+  if (quoted && message.includes('\\')) message = message.replaceAll('\\"', '"');
   const entry: Entry = { time, source, message };
   const entryNode = lineNode ?? node;
   if (entryNode) entry.node = entryNode;

@@ -170,9 +170,13 @@ function reference(line: string, linkNode: string | undefined, now: number, fall
 test('a canonical line decodes as JSON.parse would, and is sent on and formatted exactly as the entry encoded anew', (t) => {
   const out = { completed: false };
   let canonical = 0;
+  let quotedCanonical = 0;
   for (let i = 0; i < 20_000; i++) {
     const odd = rand() < 0.2;
-    const e: Entry = { time: Math.floor(rand() * 4e12), source: rand() < 0.05 ? '' : randomText(odd) || 's', message: randomText(odd) };
+    // a fifth quote words as log lines do (msg="…"): canonical still, unless something else needs escaping
+    const quoted = rand() < 0.2;
+    const message = quoted ? `${randomText(false)}"${randomText(false)}"${rand() < 0.7 ? '' : randomText(odd)}` : randomText(odd);
+    const e: Entry = { time: Math.floor(rand() * 4e12), source: rand() < 0.05 ? '' : randomText(odd) || 's', message };
     if (rand() < 0.4) e.node = randomText(odd);
     if (rand() < 0.5) e.level = (['TRACE', 'DEBUG', 'INFO', 'WARN', 'ERROR', 'FATAL'] as const)[Math.floor(rand() * 6)];
     if (rand() < 0.1) e.fields = { k: randomText(odd) };
@@ -182,12 +186,14 @@ test('a canonical line decodes as JSON.parse would, and is sent on and formatted
     const got = decodeEntry(line, linkNode, 7, 'fallback');
     const want = reference(line, linkNode, 7, 'fallback');
     if (got?.raw !== undefined) canonical++;
+    if (got?.raw !== undefined && quoted) quotedCanonical++;
     t.deepEqual(withoutRaw(got), want, line);
     const anew = withoutRaw(got)!;
     t.is(encodeEntry(got!, 0, 'p', out), encodeEntry(anew, 0, 'p', out), line);
     t.is(formatJson(got!), formatJson(anew), line);
   }
   t.true(canonical > 8_000, `${canonical} of 20,000 lines took the canonical path`);
+  t.true(quotedCanonical > 1_000, `${quotedCanonical} lines with quoted messages took the canonical path`);
 });
 
 test('only canonical lines keep raw: any other form takes the general path', (t) => {
@@ -210,12 +216,21 @@ test('only canonical lines keep raw: any other form takes the general path', (t)
     '{"time":"2024-01-02T03:04:05.006Z","source":"s","message":"m"}',
     '{"time":"2024-01-02T03:04:05.006Z","source":"s","message":"m","id":"i"} ',
     '{"time":"2024-01-02T03:04:05.006Z","source":"s","id":"i","message":"m"}',
+    // quotes are the one escape a canonical line may hold, and only in its message
+    '{"time":"2024-01-02T03:04:05.006Z","source":"s\\"t","message":"m","id":"i"}',
+    '{"time":"2024-01-02T03:04:05.006Z","node":"n\\"","source":"s","message":"m","id":"i"}',
+    '{"time":"2024-01-02T03:04:05.006Z","source":"s","message":"m","id":"i\\""}',
+    '{"time":"2024-01-02T03:04:05.006Z","source":"s","message":"a \\"q\\" \\\\","id":"i"}',
+    '{"time":"2024-01-02T03:04:05.006Z","source":"s","message":"m\\\\\\"","id":"i"}',
   ]) {
     const e = decodeEntry(line, 'edge', 0, 'p');
     t.truthy(e, line);
     t.is(e!.raw, undefined, line);
     t.deepEqual(e, reference(line, 'edge', 0, 'p'), line);
   }
+  const quoted = decodeEntry('{"time":"2024-01-02T03:04:05.006Z","source":"s","message":"msg=\\"a b\\" x","id":"i"}', 'edge', 0, 'p')!;
+  t.is(quoted.message, 'msg="a b" x');
+  t.truthy(quoted.raw, 'a message with quotes only stays canonical');
   t.is(decodeEntry('{"time":"2024-01-02T03:04:05.006Z","source":"s","message":"m","id":"i"', 'edge', 0, 'p'), undefined);
   t.is(decodeEntry('{"time":"2024-01-02T03:04:05.006Z","source":"s","message":"m\u0001","id":"i"}', 'edge', 0, 'p'), undefined);
 });
