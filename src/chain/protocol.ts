@@ -128,9 +128,39 @@ export function decodeEntry(line: string, node: string | undefined, now: number,
 // another form, an empty source) takes the general path and is encoded anew when sent.
 
 /** A backslash (an escape) or a C0 control (which JSON.parse refuses inside a string). */
-const NOT_PLAIN = /[\\\u0000-\u001f]/;
-/** A C0 control, or a backslash that does not escape a quote. */
-const NOT_QUOTE_ESCAPE = /[\u0000-\u001f]|\\(?!")/;
+const NOT_PLAIN = /[\\\u0000-\u001f]/g;
+
+/**
+ * What a line holds of NOT_PLAIN, in one pass: 0 nothing, 1 escaped quotes (`\"`) only, -1
+ * anything else (another escape, a control).
+ */
+function escapesOf(line: string): number {
+  NOT_PLAIN.lastIndex = 0;
+  let found = 0;
+  while (NOT_PLAIN.test(line)) {
+    const at = NOT_PLAIN.lastIndex - 1;
+    if (line.charCodeAt(at) !== 92 /* \\ */ || line.charCodeAt(at + 1) !== 34 /* " */) {
+      NOT_PLAIN.lastIndex = 0;
+      return -1;
+    }
+    found = 1;
+    NOT_PLAIN.lastIndex = at + 2;
+  }
+  return found;
+}
+
+/** `text` with each `\"` as `"`, joined from its pieces (never flattened unless used). */
+function unescapeQuotes(text: string): string {
+  let at = text.indexOf('\\"');
+  if (at < 0) return text;
+  let out = '';
+  let from = 0;
+  for (; at >= 0; at = text.indexOf('\\"', from)) {
+    out += `${text.slice(from, at)}"`;
+    from = at + 2;
+  }
+  return out + text.slice(from);
+}
 const LEVELS: ReadonlySet<string> = new Set(['TRACE', 'DEBUG', 'INFO', 'WARN', 'ERROR', 'FATAL']);
 const TIME_AT = 9; // after {"time":"
 const TIME_END = TIME_AT + 24; // YYYY-MM-DDTHH:MM:SS.mmmZ
@@ -170,8 +200,9 @@ const escapedEnd = (line: string, end: number) => line.charCodeAt(end - 1) === 9
  */
 function decodeCanonical(line: string, node: string | undefined): Entry | undefined {
   if (!line.startsWith('{"time":"') || line.charCodeAt(TIME_END) !== 34 /* " */) return undefined;
-  const quoted = NOT_PLAIN.test(line);
-  if (quoted && NOT_QUOTE_ESCAPE.test(line)) return undefined;
+  const escapes = escapesOf(line);
+  if (escapes < 0) return undefined;
+  const quoted = escapes === 1;
   // lines sent together share their time: the last one is compared in place, without a slice
   const time = line.startsWith(lastCanonicalTime, TIME_AT) && lastCanonicalTime !== '' ? lastCanonicalMs : canonicalTime(line.slice(TIME_AT, TIME_END));
   if (time === undefined) return undefined;
@@ -203,7 +234,7 @@ function decodeCanonical(line: string, node: string | undefined): Entry | undefi
   const idAt = at;
   end = plainValueEnd(line, at, ',"id":"');
   if (end < 0 || end + 2 !== line.length || line.charCodeAt(end + 1) !== 125 /* } */ || (quoted && escapedEnd(line, end))) return undefined;
-  if (quoted && message.includes('\\')) message = message.replaceAll('\\"', '"');
+  if (quoted) message = unescapeQuotes(message);
   const entry: Entry = { time, source, message };
   const entryNode = lineNode ?? node;
   if (entryNode) entry.node = entryNode;
