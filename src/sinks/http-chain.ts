@@ -25,7 +25,9 @@ interface HttpChainSinkConfig extends ChainSinkConfig {
 }
 
 interface Batch {
-  readonly body: Buffer;
+  /** the body as the runs of lines that lie together (see `eachWireRun`), sent one after another */
+  readonly body: readonly Buffer[];
+  readonly bytes: number;
   readonly count: number;
   /**
    * The items' tickets, settled on the peer's 204 (or when the batch is dropped, counted). Only
@@ -65,11 +67,18 @@ export const HTTP_CHAIN_SINK: PluginSpec = {
   }),
 };
 
-/** The batch's lines as one body: a slice of the Buffer they were written into when they lie together. */
-function bodyOf(items: readonly SinkItem[]): Buffer {
-  const runs: Buffer[] = [];
-  eachWireRun(items, 0, items.length, (bytes) => runs.push(bytes));
-  return runs.length === 1 ? runs[0]! : Buffer.concat(runs);
+/**
+ * The batch's lines as slices of the Buffers they were written into, one per run that lies
+ * together: written to the request in turn, never copied into one body.
+ */
+function bodyOf(items: readonly SinkItem[]): { body: Buffer[]; bytes: number } {
+  const body: Buffer[] = [];
+  let bytes = 0;
+  eachWireRun(items, 0, items.length, (run) => {
+    body.push(run);
+    bytes += run.length;
+  });
+  return { body, bytes };
 }
 
 export const createHttpChainSink: SinkFactory = (plugin, ctx): Sink => {
@@ -108,7 +117,7 @@ export const createHttpChainSink: SinkFactory = (plugin, ctx): Sink => {
     clearTimeout(flushTimer);
     flushTimer = undefined;
     if (building.length === 0) return;
-    ready.push({ body: bodyOf(building), count: building.length, tickets: building.map((item) => item.ticket) });
+    ready.push({ ...bodyOf(building), count: building.length, tickets: building.map((item) => item.ticket) });
     readyEntries += building.length;
     building = [];
     buildingBytes = 0;
@@ -166,7 +175,7 @@ export const createHttpChainSink: SinkFactory = (plugin, ctx): Sink => {
       path: cfg.path,
       method: 'POST',
       agent,
-      headers: { ...headers, 'Content-Length': batch.body.length },
+      headers: { ...headers, 'Content-Length': batch.bytes },
     });
     req.setTimeout(cfg.request_timeout_ms, () => req.destroy(new Error(`no answer within request_timeout_ms (${cfg.request_timeout_ms} ms)`)));
     req.on('error', (err) => {
@@ -193,7 +202,9 @@ export const createHttpChainSink: SinkFactory = (plugin, ctx): Sink => {
         }
       });
     });
-    req.end(batch.body);
+    const last = batch.body.length - 1;
+    for (let i = 0; i < last; i++) req.write(batch.body[i]);
+    req.end(batch.body[last]);
   };
 
   return {
