@@ -1,7 +1,6 @@
-// `file` source: discovers files with fast-glob every `check_interval_ms` and when a matching name
-// appears, tails open files by polling every 100 ms (and on change events), follows rename
-// rotation and truncation, and reports positions by path and inode so a reload or a restarted
-// worker resumes without loss or duplicates (DESIGN.md §6).
+// `file` source: discovers files with fast-glob every `check_interval_ms`, tails open files by
+// polling every 100 ms, follows rename rotation and truncation, and reports positions by path and
+// inode so a reload or a restarted worker resumes without loss or duplicates (DESIGN.md §6).
 
 import { createHash } from 'node:crypto';
 import { type FSWatcher, lstat as lstatCb, stat as statCb, watch } from 'node:fs';
@@ -269,18 +268,6 @@ export function fileGlob(pattern: string): string {
     .join('');
 }
 
-/**
- * `pattern` as a regular expression over a file name (dot files excluded, as fast-glob has them):
- * tells which directory events may be a file to discover. Discovery itself stays with fast-glob.
- */
-export function nameMatcher(pattern: string): RegExp {
-  const body = pattern
-    .split(/([*?])/)
-    .map((part) => (part === '*' ? '[^/]*' : part === '?' ? '[^/]' : part.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')))
-    .join('');
-  return new RegExp(`^(?!\\.)${body}$`);
-}
-
 export const FILE_SOURCE: PluginSpec = {
   doc: 'tails the files of one directory that match a pattern, following rotation and truncation',
   fields: {
@@ -303,7 +290,6 @@ export const createFileSource: SourceFactory = (plugin, ctx): Source => {
   const cfg = pluginConfig<FileSourceConfig>('source', plugin, FILE_SOURCE.fields);
   if (cfg.pattern.includes('/')) throw new PluginError('source', plugin.id, 'pattern', 'must not contain "/" (the source is not recursive)');
   const glob = fileGlob(cfg.pattern);
-  const matchesName = nameMatcher(cfg.pattern);
   const counters = {
     total_entries: 0,
     dropped_entries: 0,
@@ -716,14 +702,9 @@ export const createFileSource: SourceFactory = (plugin, ctx): Source => {
       run();
       tailTimer = setInterval(run, TAIL_INTERVAL_MS);
       try {
-        // A file that grows is read at once, not at the next poll (latency), and a name that
-        // appears and matches the pattern (a new file, a rotation's successor) is looked for at
-        // once: check_interval_ms is how late a new file may be noticed, the floor for events
-        // inotify missed.
-        watcher = watch(cfg.directory, { persistent: false }, (event, name) => {
-          if (event === 'rename' && typeof name === 'string' && matchesName.test(name)) discoverDue = true;
-          run();
-        });
+        // a file that grows is read at once, not at the next poll (latency); discovery of new
+        // files stays on check_interval_ms, as the contract says
+        watcher = watch(cfg.directory, { persistent: false }, run);
         watcher.on('error', () => {
           watcher?.close();
           watcher = undefined;

@@ -188,21 +188,3 @@ type = "stdout"
     t.deepEqual(node.out, lines(`born ${round}`, 1, 5));
   }
 });
-
-test.serial('a new file whose name matches is found at once, not at the next check_interval_ms', async (t) => {
-  // discovery every minute: only the directory event can find the file within the test
-  const { node, dir } = setup(t, (d) => {
-    mkdirSync(join(d.path, 'in'));
-    return filePipeline(join(d.path, 'in'), 'pattern = "*.log"\ncheck_interval_ms = 60000');
-  });
-  await waitFor(() => statusReports(node, 'p').length > 0, 'first status report');
-  writeFileSync(join(dir.path, 'in', 'other.txt'), 'not matching\n');
-  const t0 = Date.now();
-  writeFileSync(join(dir.path, 'in', 'new.log'), 'born later\n');
-  await waitFor(() => node.out.some((l) => l.includes('born later')), 'the new file read', 10_000);
-  t.log(`read ${Date.now() - t0} ms after it was written`);
-  t.false(
-    node.out.some((l) => l.includes('not matching')),
-    'a name the pattern does not match is never read',
-  );
-});
