@@ -68,29 +68,24 @@ function putTime(buf: Buffer, at: number, ms: number): number {
   return put(buf, at, lastIso);
 }
 
-let lastSource = '';
-let lastSourceKey: Uint8Array = new Uint8Array(0);
-
-/** `,"source":"<source>"` as bytes; a file's lines share their source. */
-function sourceKeyBytes(source: string): Uint8Array {
-  if (source !== lastSource) {
-    lastSourceKey = Buffer.from(`,"source":${jsonString(source)}`);
-    lastSource = source;
-  }
-  return lastSourceKey;
+/**
+ * `,"<key>":<value as JSON>` as bytes, remembered for the last value: a file's lines share their
+ * source, and a relay stamps the same node (its link's) on line after line.
+ */
+function keyBytesOfLast(key: string): (value: string) => Uint8Array {
+  let last: string | undefined;
+  let bytes: Uint8Array = new Uint8Array(0);
+  return (value) => {
+    if (value !== last) {
+      bytes = Buffer.from(`,"${key}":${jsonString(value)}`);
+      last = value;
+    }
+    return bytes;
+  };
 }
 
-let lastNode = '';
-let lastNodeKey: Uint8Array = new Uint8Array(0);
-
-/** `,"node":"<node>"` as bytes; a relay stamps the same node (its link's) on line after line. */
-function nodeKeyBytes(node: string): Uint8Array {
-  if (node !== lastNode) {
-    lastNodeKey = Buffer.from(`,"node":${jsonString(node)}`);
-    lastNode = node;
-  }
-  return lastNodeKey;
-}
+const sourceKeyBytes = keyBytesOfLast('source');
+const nodeKeyBytes = keyBytesOfLast('node');
 
 /** Most bytes `writeEntry` may write for `e` (its fields already as JSON text). */
 function boundOf(e: Entry, fields: string | undefined, fallbackSource: string): number {
