@@ -13,7 +13,9 @@ import { appendFileSync, mkdirSync } from 'node:fs';
 import { Agent, createServer as httpServer, request } from 'node:http';
 import { connect, createServer as netServer, type AddressInfo, type Server } from 'node:net';
 import { join } from 'node:path';
+import { chainSinkToml, chainSourceToml } from '../test/helpers/chain.js';
 import { freePort, type RunningNode, sleep, spawnNode, tempDir, waitReady } from '../test/helpers/node.js';
+import { fileSourceToml, localPluginToml, sinkToml } from '../test/helpers/toml.js';
 import { childPids, cpuMs } from './proc.js';
 import { runIfMain } from './report.js';
 
@@ -93,15 +95,7 @@ async function edge(): Promise<RunResult> {
     }),
   );
   const ports = await Promise.all(servers.map(listen));
-  const sink = (k: number) => `[[pipelines.plugin_sinks]]
-id = "relay-${k}"
-type = "tcp_chain"
-[pipelines.plugin_sinks.config]
-host = "127.0.0.1"
-port = ${ports[k]}
-node = "edge"
-buffer_size = 20000
-`;
+  const sink = (k: number) => chainSinkToml(`relay-${k}`, 'tcp_chain', ports[k]!, 'edge', 'buffer_size = 20000\n');
   let text = '';
   for (let i = 1; i <= LINES; i++) text += `line-${String(i).padStart(7, '0')} ${'x'.repeat(180)}\n`;
   const bytes = Buffer.from(text);
@@ -110,13 +104,7 @@ buffer_size = 20000
       `[[pipelines]]
 name = "app"
 fanout = "any"
-[[pipelines.plugin_sources]]
-id = "app"
-type = "file"
-[pipelines.plugin_sources.config]
-directory = "@DIR@/app"
-pattern = "*.log"
-${sink(0)}${sink(1)}`,
+${fileSourceToml('app', '@DIR@/app', 'pattern = "*.log"')}${sink(0)}${sink(1)}`,
       'edge',
       async (dir) => {
         appendFileSync(join(dir, 'app', 'backlog.log'), bytes);
@@ -152,24 +140,13 @@ async function relay(): Promise<RunResult> {
     return await withNode(
       `[[pipelines]]
 name = "relay"
-[[pipelines.plugin_sources]]
-id = "edges"
-type = "tcp_chain"
-[pipelines.plugin_sources.config]
-host = "127.0.0.1"
-port = ${port}
-buffer_size = 5000
-[[pipelines.plugin_sinks]]
-id = "collector"
-type = "http_chain"
-[pipelines.plugin_sinks.config]
-host = "127.0.0.1"
-port = ${collectorPort}
-node = "relay-a"
-buffer_size = 5000
-on_full = "block"
-flush_interval_ms = 200
-`,
+${chainSourceToml('edges', 'tcp_chain', port, 'buffer_size = 5000\n')}${chainSinkToml(
+        'collector',
+        'http_chain',
+        collectorPort,
+        'relay-a',
+        'buffer_size = 5000\non_full = "block"\nflush_interval_ms = 200\n',
+      )}`,
       'relay',
       () =>
         new Promise<void>((resolve, reject) => {
@@ -242,29 +219,11 @@ name = "collect"
 enabled = true
 [pipelines.flow.format]
 type = "json"
-[[pipelines.plugin_sources]]
-id = "relays"
-type = "http_chain"
-[pipelines.plugin_sources.config]
-host = "127.0.0.1"
-port = ${port}
-buffer_size = 5000
-[[pipelines.plugin_sinks]]
-id = "stream"
-type = "http"
-[pipelines.plugin_sinks.config]
-host = "127.0.0.1"
-port = ${streamPort}
-client_buffer_size = 1024
-[[pipelines.plugin_sinks]]
-id = "archive"
-type = "file"
-[pipelines.plugin_sinks.config]
-directory = "@DIR@/out"
-name = "fleet"
-buffer_size = 20000
-on_full = "block"
-`,
+${chainSourceToml('relays', 'http_chain', port, 'buffer_size = 5000\n')}${localPluginToml('sinks', 'stream', 'http', streamPort, 'client_buffer_size = 1024\n')}${sinkToml(
+      'archive',
+      'file',
+      'directory = "@DIR@/out"\nname = "fleet"\nbuffer_size = 20000\non_full = "block"',
+    )}`,
     'collector',
     async () => {
       await Promise.all([relaySends('relay-a'), relaySends('relay-b')]);
