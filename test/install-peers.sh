@@ -3,7 +3,7 @@
 # runs as root with apt-get. Elsewhere it only says what is missing; the peer tests then fail
 # naming the package (test/helpers/peers.ts). Never starts a system service.
 set -uo pipefail
-declare -A need=([rsyslogd]=rsyslog [logger]=bsdutils [chromium]=chromium [nats-server]=nats-server [tmux]=tmux)
+declare -A need=([rsyslogd]=rsyslog [logger]=bsdutils [chromium]=chromium [nats-server]=nats-server [tmux]=tmux [promtool]=prometheus [prometheus]=prometheus)
 missing=()
 for bin in "${!need[@]}"; do
   command -v "$bin" >/dev/null 2>&1 || [ -x "/usr/sbin/$bin" ] || missing+=("${need[$bin]}")

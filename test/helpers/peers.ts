@@ -1,4 +1,5 @@
-// Real peers from Debian packages (rsyslog, logger, chromium, nats-server, tmux): where each
+// Real peers from Debian packages (rsyslog, logger, chromium, nats-server, tmux,
+// prometheus/promtool): where each
 // binary lives, and a clear failure naming the package when it is not installed. No test is
 // skipped because a peer is absent.
 
@@ -10,6 +11,8 @@ const PACKAGES = {
   chromium: 'chromium',
   'nats-server': 'nats-server',
   tmux: 'tmux',
+  promtool: 'prometheus',
+  prometheus: 'prometheus',
 } as const;
 
 export type Peer = keyof typeof PACKAGES;
