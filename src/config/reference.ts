@@ -130,6 +130,7 @@ export function typeOf(spec: Spec): string {
 
 export function defaultOf(spec: Spec): string {
   if ('required' in spec && spec.required) return 'required';
+  if (spec.defDoc !== undefined) return spec.defDoc;
   if ('def' in spec && spec.def !== undefined) return JSON.stringify(spec.def);
   return '';
 }
@@ -143,7 +144,7 @@ function renderSection(s: Section, heading: string): string {
   lines.push('| Key | Type | Default | Unit | Meaning |', '|---|---|---|---|---|');
   for (const r of s.rows) {
     const def = defaultOf(r.spec);
-    lines.push(`| ${[code(r.key), cell(typeOf(r.spec)), def === 'required' ? '*required*' : cell(code(def)), unitOf(r), cell(r.spec.doc ?? '')].join(' | ')} |`);
+    lines.push(`| ${[code(r.key), cell(typeOf(r.spec)), def === 'required' ? '*required*' : r.spec.defDoc !== undefined ? `*${cell(def)}*` : cell(code(def)), unitOf(r), cell(r.spec.doc ?? '')].join(' | ')} |`);
   }
   lines.push('');
   for (const r of s.rows) {

@@ -104,7 +104,7 @@ const plugin = (kind: 'source' | 'sink'): Fields => ({
 });
 
 export const CONFIG_FIELDS: Fields = {
-  node_name: { t: 'string', def: hostname(), nonEmpty: true, doc: 'this node\'s name: the default `node` of chain sinks, and part of every entry id' },
+  node_name: { t: 'string', def: hostname(), defDoc: 'the machine\'s host name', nonEmpty: true, doc: 'this node\'s name: the default `node` of chain sinks, and part of every entry id' },
   data_dir: { t: 'string', def: '', doc: 'directory for the lock and the checkpoint (acknowledged file positions, dedup windows); empty: none' },
   checkpoint_interval_ms: { t: 'number', def: 1000, int: true, min: 10, doc: 'at most one checkpoint write per this period (and one at shutdown)' },
   checkpoint_ttl_hours: { t: 'number', def: 168.0, min: 0, doc: 'forget checkpointed pipelines whose positions were not reported for this long' },

@@ -15,6 +15,8 @@ export interface KeyDoc {
   readonly unit?: string;
   /** meaning of each allowed value, for keys whose values choose a behaviour (formats, outputs) */
   readonly values?: Readonly<Record<string, string>>;
+  /** what the reference says the default is, when it is computed at run time (the machine's host name) */
+  readonly defDoc?: string;
 }
 
 export type Spec = KeyDoc &

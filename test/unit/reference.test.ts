@@ -1,8 +1,11 @@
 // The configuration reference is generated from the schema: the committed docs/configuration.md
 // matches it, every key carries a one-line doc, and `check --explain` reads the same data.
 
-import { readFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import test from 'ava';
 import { buildReference, explainKey, renderConfigurationReference, undocumented } from '../../src/config/reference.js';
 import type { Fields, PluginSpec } from '../../src/config/spec.js';
@@ -62,4 +65,19 @@ test('explain prints one key by its full path, a section, or every key of a name
   t.regex(explainKey('logging.file.max_size_mb') ?? '', /unit: MiB/);
   t.is(explainKey('no_such_key'), undefined);
   t.is(explainKey(''), undefined);
+});
+
+test('the reference does not depend on the host name it is generated on (a default computed at run time is written as what it is)', async (t) => {
+  // Another host name injected into node:os before the generator loads: the output is the committed file.
+  const dir = mkdtempSync(join(tmpdir(), 'logrelay-ref-'));
+  const preload = join(dir, 'other-host.mjs');
+  writeFileSync(preload, "import os from 'node:os';\nimport { syncBuiltinESMExports } from 'node:module';\nos.hostname = () => 'another-host-4711';\nsyncBuiltinESMExports();\n");
+  const out = join(dir, 'configuration.md');
+  const run = spawnSync(process.execPath, ['--import', pathToFileURL(preload).href, join(ROOT, 'dist', 'src', 'config', 'docs.js'), out], { encoding: 'utf8' });
+  t.is(run.status, 0, run.stderr);
+  const generated = readFileSync(out, 'utf8');
+  t.false(generated.includes('another-host-4711'), 'the injected host name leaked into the reference');
+  t.is(generated, readFileSync(join(ROOT, 'docs', 'configuration.md'), 'utf8'));
+  t.regex(generated, /\| `node_name` \| string \| \*the machine's host name\* \|/);
+  rmSync(dir, { recursive: true, force: true });
 });
