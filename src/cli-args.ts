@@ -8,6 +8,13 @@ import { errorMessage, UsageError } from './core/errors.js';
 /** Options that belong to the commands themselves, not to the configuration. */
 const COMMAND_OPTIONS = new Set(['c', 'config', 'h', 'help', 'v', 'version', 'ca', 'cert', 'key', 'explain', 'once']);
 
+/**
+ * The commands' boolean flags. sade (mri) does not know they take no value and reads
+ * `--once URL` as once=URL; they are moved after the positional arguments, where nothing follows
+ * them, and `--once=true`/`--once=false` are read here.
+ */
+const COMMAND_FLAGS = new Set(['help', 'version', 'once']);
+
 export interface SplitArgs {
   readonly rest: string[];
   readonly overrides: Map<string, string | number | boolean>;
@@ -15,12 +22,13 @@ export interface SplitArgs {
 
 export function splitArgs(argv: readonly string[]): SplitArgs {
   const rest: string[] = [];
+  const flags: string[] = [];
   const overrides = new Map<string, string | number | boolean>();
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!;
     if (arg === '--') {
-      rest.push(...argv.slice(i));
-      break;
+      rest.push(...flags, ...argv.slice(i));
+      return { rest, overrides };
     }
     if (!arg.startsWith('--')) {
       rest.push(arg);
@@ -28,6 +36,12 @@ export function splitArgs(argv: readonly string[]): SplitArgs {
     }
     const eq = arg.indexOf('=');
     const key = arg.slice(2, eq < 0 ? undefined : eq);
+    if (COMMAND_FLAGS.has(key)) {
+      const value = eq < 0 ? 'true' : arg.slice(eq + 1);
+      if (value !== 'true' && value !== 'false') throw new UsageError(`--${key} takes no value (or true/false), not ${JSON.stringify(value)}`);
+      if (value === 'true' && !flags.includes(`--${key}`)) flags.push(`--${key}`);
+      continue;
+    }
     if (COMMAND_OPTIONS.has(key)) {
       rest.push(arg);
       continue;
@@ -58,5 +72,6 @@ export function splitArgs(argv: readonly string[]): SplitArgs {
     if (fault !== undefined) throw new UsageError(`--${key}: ${fault}`);
     overrides.set(key, value);
   }
+  rest.push(...flags);
   return { rest, overrides };
 }

@@ -17,7 +17,10 @@ const COMMANDS = ['run', 'check', 'tail', 'top'];
 
 
 /** What `--help` says after sade's commands and options. */
-const HELP_MORE = `  Configuration overrides
+const HELP_MORE = `  Configuration
+    -c, --config FILE     Configuration file (TOML) for run and check; run without one runs the demo pipeline
+
+  Configuration overrides
     --dotted.key=value    Any scalar key outside arrays, e.g. --logging.level=debug (or --dotted.key value)
     DOTTED_KEY=value      The same from the environment: upper case, dots as underscores, no prefix,
                           e.g. LOGGING_LEVEL=debug SHUTDOWN_TIMEOUT_MS=10000
@@ -28,8 +31,10 @@ const HELP_MORE = `  Configuration overrides
     SIGTERM, SIGINT    shut down: stop the sources, drain the queues, close the sinks; a second one exits at once
 
   Exit codes
-    0 ok, 1 runtime failure or drain cut short, 2 usage error,
-    69 a resource the configuration names is unavailable (a listener's address in use), 78 invalid configuration
+    0 ok, 1 runtime failure or drain cut short,
+    2 the command line is wrong: unknown command or option, a value a --flag cannot take (type, choice, range),
+    69 a resource the configuration names is unavailable (a listener's address in use),
+    78 the configuration is wrong: a fault in the file or the environment (same values as above: 78, not 2)
 
   Reference
     $ logrelay check --explain KEY    one key's type, default, unit and meaning, e.g. sinks.http.port or buffer_size
@@ -69,6 +74,18 @@ function loadOrExit(file: string | undefined, flags: Overrides): Config {
   }
 }
 
+/**
+ * A command that only prints (help, version, check, tail, top) ends quietly with 0 when its
+ * reader goes away (`| head`), as `tail` does, instead of an unhandled EPIPE stack trace.
+ * `run` keeps its own handling: the node's stdout sink counts what a closed stdout loses.
+ */
+function exitQuietlyOnClosedStdout(): void {
+  process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+    if (err.code === 'EPIPE') process.exit(0);
+    fail(1, errorMessage(err));
+  });
+}
+
 function main(argv: string[]): void {
   let split: ReturnType<typeof splitArgs>;
   try {
@@ -79,12 +96,15 @@ function main(argv: string[]): void {
   const { rest, overrides } = split;
   const first = rest[0];
   if (first !== undefined && !first.startsWith('-') && !COMMANDS.includes(first)) fail(EXIT_USAGE, `unknown command ${first} (try --help)`);
+  const printsOnly = rest.some((a) => ['--help', '-h', '--version', '-v'].includes(a)) || (first !== undefined && first !== 'run' && COMMANDS.includes(first));
+  if (printsOnly) exitQuietlyOnClosedStdout();
 
   const prog = sade('logrelay').version(VERSION);
-  prog.option('-c, --config', 'Configuration file (TOML)');
+  // -c belongs to run and check only: tail and top read no configuration
 
   prog
     .command('run', 'Run the node (the default). Without a configuration, runs the demo pipeline.', { default: true })
+    .option('-c, --config', 'Configuration file (TOML)')
     .example('-c logrelay.toml --logging.level=debug')
     .action((opts: { config?: string }) => {
       const file = typeof opts.config === 'string' ? opts.config : undefined;
@@ -97,6 +117,7 @@ function main(argv: string[]): void {
 
   prog
     .command('check', 'Validate the configuration and build every plugin without binding, opening or connecting.')
+    .option('-c, --config', 'Configuration file (TOML)')
     .option('--explain', "Print one configuration key's reference (type, default, unit, meaning) and exit")
     .example('check -c logrelay.toml')
     .example('check --explain sinks.http.port')

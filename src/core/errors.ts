@@ -71,6 +71,29 @@ export class PluginError extends Error {
   }
 }
 
+/** Several faults of one plugin found in one pass (every TLS file it cannot read, not only the first). */
+export class PluginErrors extends PluginError {
+  constructor(readonly faults: readonly [PluginError, PluginError, ...PluginError[]]) {
+    super('source', '', '', '', faults.some((f) => f.unavailable));
+    this.message = faults.map((f) => f.message).join('; ');
+    this.name = 'PluginErrors';
+  }
+}
+
+/** Throws the plugin faults found, if any: a single one as itself, several as one PluginErrors. */
+export function throwPluginFaults(faults: readonly PluginError[]): void {
+  const [first, second, ...rest] = faults;
+  if (first === undefined) return;
+  throw second === undefined ? first : new PluginErrors([first, second, ...rest]);
+}
+
+/** Every message an error carries: one per fault of a ConfigErrors or PluginErrors, else its message. */
+export function errorMessages(err: unknown): string[] {
+  if (err instanceof PluginErrors) return err.faults.map((f) => f.message);
+  if (err instanceof ConfigError) return [...err.messages];
+  return [errorMessage(err)];
+}
+
 export function errorMessage(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }

@@ -6,7 +6,7 @@ import { isIP } from 'node:net';
 import { type ConnectionOptions, checkServerIdentity, type SecureVersion, type TLSSocket, type TlsOptions } from 'node:tls';
 import type { Fields } from '../config/spec.js';
 import type { Counters } from '../core/counters.js';
-import { errorMessage, type PluginKind, PluginError } from '../core/errors.js';
+import { errorMessage, type PluginKind, PluginError, throwPluginFaults } from '../core/errors.js';
 import type { Logger } from '../core/log.js';
 import { noteCertificates } from './cert-expiry.js';
 import { remoteOf } from './session.js';
@@ -80,18 +80,39 @@ function readPem(kind: PluginKind, id: string, key: string, path: string | undef
   return pem;
 }
 
+/**
+ * Reads several PEM files of one plugin; every file that is missing or unreadable is reported,
+ * not only the first (`check` prints them all).
+ */
+function readPems(kind: PluginKind, id: string, tls: TlsConfig, wanted: ReadonlyArray<readonly [string, string | undefined]>): Buffer[] {
+  const faults: PluginError[] = [];
+  const pems: Buffer[] = [];
+  for (const [key, path] of wanted) {
+    try {
+      pems.push(readPem(kind, id, key, path, tls));
+    } catch (err) {
+      if (!(err instanceof PluginError)) throw err;
+      faults.push(err);
+    }
+  }
+  throwPluginFaults(faults);
+  return pems;
+}
+
 const version = (v: '1.2' | '1.3'): SecureVersion => (v === '1.2' ? 'TLSv1.2' : 'TLSv1.3');
 
 /** Server options for a listener, or undefined when TLS is off. Reads the files now. */
 export function serverTlsOptions(kind: PluginKind, id: string, tls: TlsConfig): TlsOptions | undefined {
   if (!tls.enabled) return undefined;
-  const opts: TlsOptions = {
-    cert: readPem(kind, id, 'cert_file', tls.cert_file, tls),
-    key: readPem(kind, id, 'key_file', tls.key_file, tls),
-    minVersion: version(tls.min_version),
-  };
-  if (tls.client_ca_file) {
-    opts.ca = readPem(kind, id, 'client_ca_file', tls.client_ca_file, tls);
+  const wanted: Array<readonly [string, string | undefined]> = [
+    ['cert_file', tls.cert_file],
+    ['key_file', tls.key_file],
+  ];
+  if (tls.client_ca_file) wanted.push(['client_ca_file', tls.client_ca_file]);
+  const [cert, key, ca] = readPems(kind, id, tls, wanted);
+  const opts: TlsOptions = { cert, key, minVersion: version(tls.min_version) };
+  if (ca) {
+    opts.ca = ca;
     opts.requestCert = true;
     opts.rejectUnauthorized = true;
   }
@@ -106,11 +127,13 @@ export function clientTlsOptions(kind: PluginKind, id: string, tls: TlsConfig, h
   // SNI may not carry an IP address (RFC 6066; Node warns with DEP0123): an IP name is only verified.
   if (isIP(name) === 0) opts.servername = name;
   else if (name !== host) opts.checkServerIdentity = (_host, cert) => checkServerIdentity(name, cert);
-  if (tls.ca_file) opts.ca = readPem(kind, id, 'ca_file', tls.ca_file, tls);
-  if (tls.cert_file || tls.key_file) {
-    opts.cert = readPem(kind, id, 'cert_file', tls.cert_file, tls);
-    opts.key = readPem(kind, id, 'key_file', tls.key_file, tls);
-  }
+  const mutual = Boolean(tls.cert_file || tls.key_file);
+  const wanted: Array<readonly [string, string | undefined]> = [];
+  if (tls.ca_file) wanted.push(['ca_file', tls.ca_file]);
+  if (mutual) wanted.push(['cert_file', tls.cert_file], ['key_file', tls.key_file]);
+  const pems = readPems(kind, id, tls, wanted);
+  if (tls.ca_file) opts.ca = pems.shift();
+  if (mutual) [opts.cert, opts.key] = pems;
   // Node checks IP-address names only against IP SANs; server_name decides what is verified.
   return opts;
 }

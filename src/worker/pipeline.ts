@@ -7,7 +7,7 @@ import { encodeWire } from '../chain/wire.js';
 import { settle, settleAll } from '../core/ack.js';
 import type { PipelineCounters } from '../core/counters.js';
 import type { Entry } from '../core/entry.js';
-import { errorMessage } from '../core/errors.js';
+import { errorMessage, errorMessages } from '../core/errors.js';
 import type { Logger } from '../core/log.js';
 import { BoundedQueue } from '../core/queue.js';
 import { IdSequence } from '../core/ids.js';
@@ -66,7 +66,7 @@ export function buildPipeline(cfg: PipelineConfig, opts: BuildOptions): Pipeline
   try {
     flow = createFlow(cfg.flow, opts.debug ? opts.log.child({ pipeline: cfg.name }) : undefined);
   } catch (err) {
-    errors.push(errorMessage(err));
+    errors.push(...errorMessages(err));
   }
   const pipelineCounters = { total_dropped_by_sink: 0 };
   const runners: SinkRunner[] = [];
@@ -208,7 +208,7 @@ export function buildPipeline(cfg: PipelineConfig, opts: BuildOptions): Pipeline
       runners.push({ sink, queue: new BoundedQueue(sink.bufferSize), counters: { total_processed: 0, dropped_queue_full: 0, abandoned: 0 }, busy: false });
       if (!opts.checkOnly) opts.log.info({ pipeline: cfg.name, plugin: plugin.id, type: plugin.type }, 'Created sink instance');
     } catch (err) {
-      errors.push(errorMessage(err));
+      errors.push(...errorMessages(err));
     }
   }
   const fanout: Fanout = createFanout(cfg.fanout ?? 'all', runners, {
@@ -241,7 +241,7 @@ export function buildPipeline(cfg: PipelineConfig, opts: BuildOptions): Pipeline
       sources.push(source);
       if (!opts.checkOnly) opts.log.info({ pipeline: cfg.name, plugin: plugin.id, type: plugin.type }, 'Created source instance');
     } catch (err) {
-      errors.push(errorMessage(err));
+      errors.push(...errorMessages(err));
     }
   }
   if (errors.length > 0) throw new BuildError(errors);

@@ -34,3 +34,37 @@ type = "kafka"
   ]);
   t.regex(errors[0]!, /\(valid types: file, http, http_chain, .*tcp_chain\b/);
 });
+
+test('every TLS file a plugin cannot read is reported, not only the first', (t) => {
+  const errors = check(`
+[[pipelines]]
+name = "edge"
+[[pipelines.plugin_sources]]
+id = "in"
+type = "random"
+[[pipelines.plugin_sinks]]
+id = "up"
+type = "tcp_chain"
+[pipelines.plugin_sinks.config]
+host = "127.0.0.1"
+port = 9000
+[pipelines.plugin_sinks.config.tls]
+enabled = true
+ca_file = "/nonexistent/ca.crt"
+cert_file = "/nonexistent/edge.crt"
+key_file = "/nonexistent/edge.key"
+[[pipelines.plugin_sinks]]
+id = "listen"
+type = "tcp"
+[pipelines.plugin_sinks.config]
+port = 9001
+[pipelines.plugin_sinks.config.tls]
+enabled = true
+client_ca_file = "/nonexistent/ca.crt"
+`);
+  t.is(errors.length, 6, errors.join('\n'));
+  for (const key of ['ca_file', 'cert_file', 'key_file']) t.true(errors.some((e) => e.startsWith(`pipeline=edge: failed to create sink up: tls.${key}: cannot read /nonexistent/`)), key);
+  t.true(errors.includes('pipeline=edge: failed to create sink listen: tls.cert_file: is required when tls is enabled'));
+  t.true(errors.includes('pipeline=edge: failed to create sink listen: tls.key_file: is required when tls is enabled'));
+  t.true(errors.some((e) => e.startsWith('pipeline=edge: failed to create sink listen: tls.client_ca_file: cannot read /nonexistent/ca.crt')));
+});
