@@ -69,7 +69,7 @@ export const createStdoutSink: SinkFactory = (plugin, ctx): Sink => {
         failed = true;
         counters.dropped_writes += buffered();
         unflushed = [];
-        ctx.log.error({ pipeline: ctx.pipeline, plugin: plugin.id, error: err.code ?? err.message }, 'Sink output closed, entries dropped');
+        ctx.log.error({ error: err.code ?? err.message }, 'Sink output closed, entries dropped');
         wakeWriter?.();
       });
     },

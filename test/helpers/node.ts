@@ -7,6 +7,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { repeatedKeys } from './log-keys.js';
 
 export const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 export const BIN = join(ROOT, 'bin', 'logrelay.js');
@@ -94,11 +95,19 @@ export function spawnNode(args: readonly string[], opts: SpawnOptions = {}): Run
   lines(child.stdout!, (l) => out.push(l));
   lines(child.stderr!, (l) => {
     if (l.startsWith('{')) {
+      let record: LogRecord | undefined;
       try {
-        records.push(JSON.parse(l) as LogRecord);
-        return;
+        record = JSON.parse(l) as LogRecord;
       } catch {
         // not a record
+      }
+      if (record) {
+        records.push(record);
+        // Every service log line of every spawned node has each key once: a repeat fails the
+        // test file that ran the node, naming the line.
+        const repeated = repeatedKeys(l);
+        if (repeated.length > 0) throw new Error(`service log line repeats ${repeated.join(', ')}: ${l}`);
+        return;
       }
     }
     errText.push(l);
