@@ -25,6 +25,11 @@ export interface SinkItem {
   wireAt: number;
   wireEnd: number;
   wireCompleted: boolean;
+  /**
+   * `fanout = "any"`: one bit per sink of the pipeline that took this item (bit i = the i-th
+   * sink, up to 31), so a broken link's items fail over only to a path that does not hold them.
+   */
+  paths: number;
 }
 
 export interface SinkContext {

@@ -38,6 +38,9 @@ export interface FanoutHooks {
 const isLive = (r: SinkRunner) => r.sink.linkUp?.() !== false;
 const isFull = (r: SinkRunner) => r.queue.length >= r.sink.bufferSize;
 
+/** An item's `paths` bit of the i-th sink; sinks past the 31st share no bit (failover may repeat to them). */
+const bit = (i: number): number => (i < 31 ? 1 << i : 0);
+
 function push(r: SinkRunner, item: SinkItem): void {
   if (item.ticket) item.ticket.pending++;
   r.queue.push(item);
@@ -97,8 +100,10 @@ function anyFanout(runners: readonly SinkRunner[], hooks: FanoutHooks): Fanout {
       // else the least loaded does (push never refuses; the pipeline pauses its sources at once)
       if (!any) took[runners.indexOf(leastLoaded(pool()))] = true;
       for (let i = 0; i < runners.length; i++) {
-        if (took[i]) push(runners[i]!, item);
-        else runners[i]!.counters.skipped!++;
+        if (took[i]) {
+          push(runners[i]!, item);
+          item.paths |= bit(i);
+        } else runners[i]!.counters.skipped!++;
       }
     },
     full: () => pool().every(isFull),
@@ -107,14 +112,40 @@ function anyFanout(runners: readonly SinkRunner[], hooks: FanoutHooks): Fanout {
       const live = runners.filter((r) => r !== from && isLive(r));
       if (live.length === 0) return false;
       const queued = from.queue.take(from.queue.length);
+      let moved = 0;
+      /** the least loaded live path that does not hold or has not delivered `item`; undefined when all do */
+      const newPath = (item: SinkItem): number => {
+        let best = -1;
+        for (const r of live) {
+          const i = runners.indexOf(r);
+          if ((item.paths & bit(i)) !== 0) continue;
+          if (best < 0 || r.queue.length < runners[best]!.queue.length) best = i;
+        }
+        return best;
+      };
       for (const item of items) {
-        // the new path owes a delivery before the broken one's share is let go
-        push(leastLoaded(live), item);
+        const i = newPath(item);
+        if (i >= 0) {
+          // the new path owes a delivery before the broken one's share is let go
+          push(runners[i]!, item);
+          item.paths |= bit(i);
+          moved++;
+        }
+        // else another path holds it or delivered it already: offering it again would send it twice
         settle(item.ticket);
       }
-      // queued items carry the broken path's share over unchanged
-      for (const item of queued) leastLoaded(live).queue.push(item);
-      from.counters.failed_over! += items.length + queued.length;
+      for (const item of queued) {
+        const i = newPath(item);
+        if (i < 0) {
+          settle(item.ticket);
+          continue;
+        }
+        // a queued item carries the broken path's share over unchanged
+        runners[i]!.queue.push(item);
+        item.paths |= bit(i);
+        moved++;
+      }
+      from.counters.failed_over! += moved;
       for (const r of live) hooks.pump(r);
       return true;
     },

@@ -162,7 +162,7 @@ export function buildPipeline(cfg: PipelineConfig, opts: BuildOptions): Pipeline
       if (line === undefined) continue;
       // an entry without an id passed the window unseen: nothing to hand on
       if (journal && entry.id !== undefined) passed.push(entry.id);
-      const item: SinkItem = { entry, line, ticket, wireBuf: undefined, wireAt: 0, wireEnd: 0, wireCompleted: false };
+      const item: SinkItem = { entry, line, ticket, wireBuf: undefined, wireAt: 0, wireEnd: 0, wireCompleted: false, paths: 0 };
       if (wireAhead) offered.push(item);
       fanout.offer(item);
     }

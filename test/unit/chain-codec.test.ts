@@ -94,7 +94,7 @@ test('an entry time past the Date range is replaced, never thrown on, in both di
 });
 
 test('encodeWire writes an item once for every chain sink of the pipeline; a completed line counts for each', (t) => {
-  const item = (entry: Entry): SinkItem => ({ entry, line: '', wireBuf: undefined, wireAt: 0, wireEnd: 0, wireCompleted: false });
+  const item = (entry: Entry): SinkItem => ({ entry, line: '', wireBuf: undefined, wireAt: 0, wireEnd: 0, wireCompleted: false, paths: 0 });
   const items = [item({ time: Date.UTC(2024, 0, 1), source: 's', message: 'm', id: 'i1' }), item({ message: 'no time' } as unknown as Entry)];
   t.is(encodeWire(items, 0, 2, Date.UTC(2024, 0, 1), 'p'), 1);
   const bytes = () => items.map((x) => x.wireBuf!.toString('utf8', x.wireAt, x.wireEnd));
@@ -127,7 +127,7 @@ test('encodeWire writes the bytes of encodeEntry, for entries of every shape and
     // half of them as a relay has them: decoded from the line another node sent
     const entry = rand() < 0.5 ? decodeEntry(encodeEntry(e, now, 'p', out), rand() < 0.5 ? 'edge-1' : undefined, now, 'p')! : e;
     want.push(`${encodeEntry(entry, now, 'p', out)}\n`);
-    items.push({ entry, line: '', wireBuf: undefined, wireAt: 0, wireEnd: 0, wireCompleted: false });
+    items.push({ entry, line: '', wireBuf: undefined, wireAt: 0, wireEnd: 0, wireCompleted: false, paths: 0 });
   }
   for (let at = 0; at < items.length; at += 700) encodeWire(items, at, Math.min(items.length, at + 700), now, 'p');
   const got: Buffer[] = [];

@@ -3,7 +3,7 @@
 // broken link's items to a live one.
 
 import test from 'ava';
-import type { Ticket } from '../../src/core/ack.js';
+import { settle as settleTicket, type Ticket } from '../../src/core/ack.js';
 import { BoundedQueue, type OnFull } from '../../src/core/queue.js';
 import type { SinkItem } from '../../src/sinks/types.js';
 import { createFanout, type SinkRunner } from '../../src/worker/fanout.js';
@@ -17,7 +17,7 @@ function runner(id: string, bufferSize: number, onFull: OnFull = 'drop', live = 
   };
 }
 
-const item = (ticket?: Ticket): SinkItem => ({ entry: { time: 0, source: 's', message: 'm' }, line: 'm', ticket, wireBuf: undefined, wireAt: 0, wireEnd: 0, wireCompleted: false });
+const item = (ticket?: Ticket): SinkItem => ({ entry: { time: 0, source: 's', message: 'm' }, line: 'm', ticket, wireBuf: undefined, wireAt: 0, wireEnd: 0, wireCompleted: false, paths: 0 });
 
 test('all: every sink gets the item; a full dropping sink drops it and owes nothing for it', (t) => {
   const a = runner('a', 1);
@@ -88,9 +88,8 @@ test('any: a broken link hands its items and its queue to a live path; with none
   const ticket: Ticket = { pending: 1, done: () => done++ };
   const held = [item(ticket), item(ticket)];
   ticket.pending += 2; // a holds both, unacknowledged
-  f.offer(item(ticket)); // queued on both
-  b.queue.clear();
-  ticket.pending -= 1;
+  a.queue.push(item(ticket)); // queued on a only (b skipped it)
+  ticket.pending += 1;
   aUp = false;
   bUp = false;
   t.false(f.failover(a, held), 'no live path: a keeps what it holds');
@@ -101,4 +100,43 @@ test('any: a broken link hands its items and its queue to a live path; with none
   t.is(a.counters.failed_over, 3);
   t.is(ticket.pending, 4, 'b owes three deliveries, plus the hold: a owes none');
   t.is(done, 0);
+});
+
+test('any: failover never offers an item to a path that holds it or delivered it (one relay down from the start)', (t) => {
+  // Both links dial at start: neither is up, so both take every item (no path is preferred yet).
+  let bUp = false;
+  const a = runner('a', 10, 'drop', () => false);
+  const b = runner('b', 10, 'drop', () => bUp);
+  const f = createFanout('any', [a, b], { pump: () => {}, dropped: () => {} });
+  let done = 0;
+  const tickets: Ticket[] = [];
+  for (let i = 0; i < 4; i++) {
+    const ticket: Ticket = { pending: 0, done: () => done++ };
+    tickets.push(ticket);
+    f.offer(item(ticket));
+  }
+  t.is(a.queue.length, 4);
+  t.is(b.queue.length, 4);
+  // b connects and delivers two of its four; a never connects and gives up what it took (two
+  // written, two still queued)
+  bUp = true;
+  for (const it of b.queue.take(2)) settleTicket(it.ticket!);
+  const written = a.queue.take(2);
+  t.true(f.failover(a, written));
+  t.is(b.queue.length, 2, 'b got no second copy of anything: it holds two and delivered two');
+  t.is(a.queue.length, 0);
+  t.is(a.counters.failed_over, 0, 'nothing was handed over: b has it all');
+  t.deepEqual(tickets.map((x) => x.pending), [0, 0, 1, 1], 'what is left owed is b\'s queued share');
+  t.is(done, 2);
+  // an item only the broken path holds still goes over
+  bUp = false;
+  const c = runner('c', 10, 'drop', () => true);
+  const g = createFanout('any', [a, c], { pump: () => {}, dropped: () => {} });
+  const only = item({ pending: 0, done: () => done++ });
+  only.paths = 1; // a holds it, c does not
+  a.queue.push(only);
+  only.ticket!.pending++;
+  t.true(g.failover(a, []));
+  t.is(c.queue.length, 1);
+  t.is(a.counters.failed_over, 1);
 });
