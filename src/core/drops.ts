@@ -3,7 +3,7 @@
 
 import type { PipelineCounters } from './counters.js';
 
-export const DROP_REASONS = ['queue_full', 'source_saturated', 'rate_limited', 'oversize', 'client_slow', 'batch_rejected', 'abandoned'] as const;
+export const DROP_REASONS = ['queue_full', 'source_saturated', 'rate_limited', 'oversize', 'client_slow', 'write_failed', 'batch_rejected', 'abandoned'] as const;
 export type DropReason = (typeof DROP_REASONS)[number];
 
 /** The component that holds the rate limiter's counters (it is no plugin, so it has no id). */
@@ -21,8 +21,8 @@ const CLIENT_SINKS = new Set(['tcp', 'http']);
 
 /**
  * Every drop count in `counters`, zero ones included (a metric series exists from the start).
- * `sinkTypes`: sink id → type. A file or stdout sink's `dropped_writes` are failed writes, which
- * the sink logs at ERROR itself; they have no §16 reason and are left out.
+ * `sinkTypes`: sink id → type. A file or stdout sink's `dropped_writes` are failed writes (disk
+ * full, a reader gone): reason `write_failed`, so the one alert on the drops metric sees them.
  */
 export function dropsOf(counters: PipelineCounters, sinkTypes: Readonly<Record<string, string>>): Drop[] {
   const out: Drop[] = [];
@@ -38,7 +38,7 @@ export function dropsOf(counters: PipelineCounters, sinkTypes: Readonly<Record<s
   }
   for (const [id, c] of Object.entries(counters.sinks)) {
     add(id, 'queue_full', c.dropped_queue_full);
-    if (CLIENT_SINKS.has(sinkTypes[id] ?? '')) add(id, 'client_slow', c.dropped_writes);
+    add(id, CLIENT_SINKS.has(sinkTypes[id] ?? '') ? 'client_slow' : 'write_failed', c.dropped_writes);
     add(id, 'batch_rejected', c.dropped_batches);
     add(id, 'abandoned', c.abandoned);
   }

@@ -133,9 +133,22 @@ const FAMILIES: readonly Family[] = [
     labels: ['pipeline', 'component'],
     samples: perComponent(['active_clients', 'active_connections']),
   },
-  { name: 'logrelay_chain_connected', help: '1 while a chain sink is connected to its peer.', kind: 'gauge', labels: ['pipeline', 'component'], samples: perComponent('connected', ['sinks']) },
-  { name: 'logrelay_chain_unacked_entries', help: 'Entries a chain sink sent that its peer has not acknowledged.', kind: 'gauge', labels: ['pipeline', 'component'], samples: perComponent('unacked', ['sinks']) },
-  { name: 'logrelay_chain_reconnects_total', help: 'Reconnections of a chain sink.', kind: 'counter', labels: ['pipeline', 'component'], samples: perComponent('reconnects', ['sinks']) },
+  // the nats source's link to its server counts among the links, as the nats sink's does
+  {
+    name: 'logrelay_chain_connected',
+    help: '1 while a link (chain, syslog or nats sink, nats source) is connected to its peer.',
+    kind: 'gauge',
+    labels: ['pipeline', 'component'],
+    samples: perComponent('connected'),
+  },
+  {
+    name: 'logrelay_chain_unacked_entries',
+    help: 'Entries a link sent (sinks) or received (nats source) whose acknowledgement is still owed.',
+    kind: 'gauge',
+    labels: ['pipeline', 'component'],
+    samples: perComponent('unacked'),
+  },
+  { name: 'logrelay_chain_reconnects_total', help: 'Failed or broken links, each followed by a backoff.', kind: 'counter', labels: ['pipeline', 'component'], samples: perComponent('reconnects') },
   {
     name: 'logrelay_file_lag_bytes',
     help: 'Bytes in a file source\u2019s files not read yet.',
@@ -161,6 +174,9 @@ const FAMILIES: readonly Family[] = [
 
 /** The names of the §16 families (tests and `top` check against it). */
 export const FAMILY_NAMES: readonly string[] = FAMILIES.map((f) => f.name);
+
+/** What docs/counters.md says of each family: the same name, kind, labels and help /metrics serves. */
+export const METRIC_FAMILIES: ReadonlyArray<Pick<Family, 'name' | 'help' | 'kind' | 'labels'>> = FAMILIES.map(({ name, help, kind, labels }) => ({ name, help, kind, labels }));
 
 export interface Metrics {
   /** The exposition text for this status. */

@@ -7,6 +7,7 @@ import { constants, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } f
 import { connect, Socket } from 'node:net';
 import { join } from 'node:path';
 import test from 'ava';
+import { adminRequest, parseExposition, sampleValue } from '../helpers/admin.js';
 import { chainSourceToml } from '../helpers/chain.js';
 import { childPids, freePort, ownedTempDir, sleep, spawnNode, startOwnedNode, waitFor, waitReady } from '../helpers/node.js';
 import { latestCounter, latestStatus } from '../helpers/status.js';
@@ -82,9 +83,12 @@ config = { directory = ${JSON.stringify(dir.path)}, name = "keep" }
 test.serial('a file sink whose directory is removed or unwritable counts its drops, logs once, and writes again when it can', async (t) => {
   const dir = ownedTempDir(t);
   const out = join(dir.path, 'out');
+  const adminPort = await freePort();
   const node = startOwnedNode(
     t,
     `status_interval_ms = 200
+[admin]
+port = ${adminPort}
 [[pipelines]]
 name = "p"
 ${randomSourceToml('interval_ms = 10\nlength = 3')}[[pipelines.plugin_sinks]]
@@ -120,6 +124,13 @@ config = { directory = ${JSON.stringify(out)}, name = "app" }
   }, 'drops counted');
   t.true(dropped > 20);
   t.is(node.records.filter((r) => r.msg === 'File sink write failed, entries dropped').length, 1, 'one record per outage');
+  // the loss reaches the one drops metric an alert watches, with its own reason
+  const metric = await waitFor(async () => {
+    const v = sampleValue(parseExposition((await adminRequest(adminPort, '/metrics')).body), 'logrelay_dropped_entries_total', { pipeline: 'p', component: 'file', reason: 'write_failed' });
+    return v !== undefined && v > 20 ? v : undefined;
+  }, 'logrelay_dropped_entries_total{reason="write_failed"} counts the failed writes');
+  t.true(metric > 20);
+  await waitFor(() => node.records.find((r) => r.msg === 'Entries dropped' && r.reason === 'write_failed' && r.plugin === 'file'), 'WARN Entries dropped names write_failed');
   rmSync(out);
   // the sink's next write may create the directory before this does: either way it is back
   mkdirSync(out, { recursive: true });

@@ -13,12 +13,12 @@ function capture() {
   return { log, lines };
 }
 
-const counters = (queueFull: number, rateLimited: number, bySize = 0): PipelineCounters => ({
+const counters = (queueFull: number, rateLimited: number, bySize = 0, failedWrites = 0): PipelineCounters => ({
   total_dropped_by_sink: queueFull,
   flow: { total_processed: 0, total_dropped: rateLimited, total_passed: 0 },
   rate_limit: { dropped_total: rateLimited, dropped_by_size_total: bySize, available_tokens: 0 },
   sources: { f: { total_entries: 0, dropped_entries: 0 } },
-  sinks: { out: { total_processed: 0, dropped_queue_full: queueFull, abandoned: 0, dropped_writes: 7 } },
+  sinks: { out: { total_processed: 0, dropped_queue_full: queueFull, abandoned: 0, dropped_writes: failedWrites } },
 });
 
 test('drops: one line per reason at most once per interval, with the count since the last line', (t) => {
@@ -43,9 +43,11 @@ test('drops: one line per reason at most once per interval, with the count since
   t.like(lines[3], { reason: 'queue_full', count: 1 }, 'a stop tells what is pending at once');
 });
 
-test('drop reasons: a stdout sink\u2019s failed writes are no §16 reason; a tcp sink\u2019s are client_slow; oversize apart from rate_limited', (t) => {
-  const c = counters(0, 10, 4);
+test('drop reasons: a stdout or file sink\u2019s failed writes are write_failed; a tcp sink\u2019s are client_slow; oversize apart from rate_limited', (t) => {
+  const c = counters(0, 10, 4, 7);
   t.false(dropsOf(c, { out: 'stdout' }).some((d) => d.reason === 'client_slow'));
+  t.like(dropsOf(c, { out: 'stdout' }).find((d) => d.reason === 'write_failed'), { component: 'out', count: 7 });
+  t.like(dropsOf(c, { out: 'file' }).find((d) => d.reason === 'write_failed'), { component: 'out', count: 7 });
   t.like(dropsOf(c, { out: 'tcp' }).find((d) => d.reason === 'client_slow'), { component: 'out', count: 7 });
   const drops = dropsOf(c, {});
   t.like(drops.find((d) => d.reason === 'rate_limited'), { count: 6 });

@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import test from 'ava';
+import { renderCountersReference } from '../../src/config/counters-reference.js';
 import { buildReference, explainKey, renderConfigurationReference, undocumented } from '../../src/config/reference.js';
 import type { Fields, PluginSpec } from '../../src/config/spec.js';
 import { SINK_SPECS } from '../../src/sinks/index.js';
@@ -16,6 +17,10 @@ import { ROOT } from '../helpers/node.js';
 test('docs/configuration.md is what the schema generates (run `npm run docs` after changing a key)', (t) => {
   const committed = readFileSync(join(ROOT, 'docs', 'configuration.md'), 'utf8');
   t.is(committed, renderConfigurationReference(), 'docs/configuration.md is stale: run `npm run docs` and commit it');
+});
+
+test('docs/counters.md is what the counter declarations and the metric families generate (run `npm run docs`)', (t) => {
+  t.is(readFileSync(join(ROOT, 'docs', 'counters.md'), 'utf8'), renderCountersReference(), 'docs/counters.md is stale: run `npm run docs` and commit it');
 });
 
 test('every key of the schema and of every plugin type has a one-line doc', (t) => {
@@ -73,11 +78,12 @@ test('the reference does not depend on the host name it is generated on (a defau
   const preload = join(dir, 'other-host.mjs');
   writeFileSync(preload, "import os from 'node:os';\nimport { syncBuiltinESMExports } from 'node:module';\nos.hostname = () => 'another-host-4711';\nsyncBuiltinESMExports();\n");
   const out = join(dir, 'configuration.md');
-  const run = spawnSync(process.execPath, ['--import', pathToFileURL(preload).href, join(ROOT, 'dist', 'src', 'config', 'docs.js'), out], { encoding: 'utf8' });
+  const run = spawnSync(process.execPath, ['--import', pathToFileURL(preload).href, join(ROOT, 'dist', 'src', 'config', 'docs.js'), out, join(dir, 'counters.md')], { encoding: 'utf8' });
   t.is(run.status, 0, run.stderr);
   const generated = readFileSync(out, 'utf8');
   t.false(generated.includes('another-host-4711'), 'the injected host name leaked into the reference');
   t.is(generated, readFileSync(join(ROOT, 'docs', 'configuration.md'), 'utf8'));
   t.regex(generated, /\| `node_name` \| string \| \*the machine's host name\* \|/);
+  t.is(readFileSync(join(dir, 'counters.md'), 'utf8'), readFileSync(join(ROOT, 'docs', 'counters.md'), 'utf8'));
   rmSync(dir, { recursive: true, force: true });
 });

@@ -1,0 +1,281 @@
+// docs/counters.md is generated from these declarations (`npm run docs`), as configuration.md is
+// from the schema: every counter, which plugin types keep it, and what its rise means; the
+// metrics table comes from the families /metrics serves. A test runs every plugin type and
+// checks that what a running node reports is exactly what is declared here.
+
+import { DROP_REASONS } from '../core/drops.js';
+import { METRIC_FAMILIES } from '../primary/metrics.js';
+import { SINK_SPECS } from '../sinks/index.js';
+import { SOURCE_SPECS } from '../sources/index.js';
+
+/** Who keeps a counter: every plugin of the section's kind, or the listed types. */
+export type Owners = 'every' | readonly string[];
+
+export interface CounterDecl {
+  readonly name: string;
+  readonly owners: Owners;
+  /** a condition the counter exists under (`with dedup`), when it is not always there */
+  readonly when?: string;
+  /** a gauge: goes up and down (all others only rise) */
+  readonly gauge?: boolean;
+  /** what rising means */
+  readonly doc: string;
+}
+
+export interface CounterSection {
+  /** the component kind in `/status` and the status report: sources, sinks, flow, rate_limit, pipeline */
+  readonly kind: 'sources' | 'sinks' | 'flow' | 'rate_limit' | 'pipeline';
+  readonly title: string;
+  readonly counters: readonly CounterDecl[];
+}
+
+const LISTENERS = ['tcp_chain', 'http_chain', 'syslog'];
+
+export const COUNTER_SECTIONS: readonly CounterSection[] = [
+  {
+    kind: 'sources',
+    title: 'Sources',
+    counters: [
+      { name: 'total_entries', owners: 'every', doc: 'entries produced and handed to the flow' },
+      {
+        name: 'dropped_entries',
+        owners: 'every',
+        doc: 'entries lost because the pipeline was saturated and this source cannot pause (`random`), or every path of a `fanout = "any"` pipeline was full',
+      },
+      { name: 'active_watchers', owners: ['file'], gauge: true, doc: 'files being tailed now' },
+      { name: 'rotations', owners: ['file'], doc: 'a file was renamed away and a new one took its name; normal with logrotate' },
+      { name: 'truncations', owners: ['file'], doc: 'a file shrank below the read position (copytruncate) and is read again from 0' },
+      { name: 'bytes_read', owners: ['file', 'stdin'], doc: 'bytes read from files or standard input' },
+      { name: 'truncated_lines', owners: ['file', 'stdin'], doc: 'lines longer than `max_line_bytes` were cut: raise the limit or fix the writer' },
+      { name: 'lag_bytes', owners: ['file'], gauge: true, doc: 'bytes in watched files beyond the acknowledged positions: downstream is behind or down' },
+      { name: 'active_connections', owners: LISTENERS, gauge: true, doc: 'links, requests or syslog connections open now' },
+      { name: 'rejected_conns', owners: ['tcp_chain', 'syslog'], doc: 'connections refused over `max_connections`' },
+      {
+        name: 'parse_errors',
+        owners: [...LISTENERS, 'nats'],
+        doc: 'lines, hellos or messages that were not valid (wrong protocol version, not JSON, over `max_line_bytes`, no syslog PRI): a misconfigured or foreign peer',
+      },
+      { name: 'tls_handshake_errors', owners: LISTENERS, doc: 'failed TLS handshakes: a client without a valid certificate, or a plain-text client on a TLS port' },
+      { name: 'auth_rejected', owners: LISTENERS, doc: 'clients with a valid certificate whose identity is not in `allow` (each logged WARN `Authorization rejected`)' },
+      { name: 'total_requests', owners: ['http_chain'], doc: 'POSTs received' },
+      { name: 'truncated_messages', owners: ['syslog'], doc: 'frames over `max_message_bytes` were cut' },
+      { name: 'connected', owners: ['nats'], gauge: true, doc: '1 while the connection to a NATS server is up' },
+      { name: 'reconnects', owners: ['nats'], doc: 'lost connections to the NATS servers; steady growth means the servers are down or refusing' },
+      { name: 'unacked', owners: ['nats'], gauge: true, doc: 'messages received and not yet acknowledged to JetStream (their entries are not done downstream yet)' },
+    ],
+  },
+  {
+    kind: 'flow',
+    title: 'Flow',
+    counters: [
+      { name: 'total_processed', owners: 'every', doc: 'entries that entered the flow stage' },
+      { name: 'total_passed', owners: 'every', doc: 'entries that left the flow for the sinks' },
+      { name: 'total_dropped', owners: 'every', doc: 'entries the filters or the rate limiter took out (filtered entries are not losses)' },
+      {
+        name: 'duplicates_dropped',
+        owners: 'every',
+        when: 'with `dedup.enabled`',
+        doc: 'entries whose `id` was seen within the window: redundant paths or resends working as intended, not a loss',
+      },
+    ],
+  },
+  {
+    kind: 'rate_limit',
+    title: 'Rate limiter',
+    counters: [
+      {
+        name: 'dropped_total',
+        owners: 'every',
+        doc: 'every entry the rate limiter dropped: the bucket was empty (`policy = "drop"`) or the entry was over `max_entry_size_bytes`; the metric splits them (`rate_limited` = `dropped_total` − `dropped_by_size_total`, `oversize`)',
+      },
+      { name: 'dropped_by_size_total', owners: 'every', doc: 'entries over `max_entry_size_bytes` (also counted in `dropped_total`)' },
+      { name: 'available_tokens', owners: 'every', gauge: true, doc: 'tokens in the bucket; near 0 means the pipeline runs at its rate limit' },
+    ],
+  },
+  {
+    kind: 'pipeline',
+    title: 'Pipeline',
+    counters: [
+      {
+        name: 'total_dropped_by_sink',
+        owners: 'every',
+        doc: "entries dropped because a sink's input queue (`buffer_size`) was full with `on_full = \"drop\"`: that sink is slower than the input, or its destination is down",
+      },
+      { name: 'restarts', owners: 'every', doc: 'the worker crashed and was restarted (logged ERROR `Pipeline process exited unexpectedly`)' },
+      { name: 'checkpoint_writes', owners: 'every', doc: 'checkpoints written (the node\u2019s, shown with every pipeline; 0 without `data_dir`)' },
+      {
+        name: 'checkpoint_errors',
+        owners: 'every',
+        doc: 'checkpoint writes that failed (disk full, permissions); logged ERROR `Checkpoint write failed`; 0 without `data_dir`',
+      },
+    ],
+  },
+  {
+    kind: 'sinks',
+    title: 'Sinks',
+    counters: [
+      { name: 'total_processed', owners: 'every', doc: 'entries taken off the sink\u2019s queue and handled (counted by the pipeline)' },
+      {
+        name: 'dropped_queue_full',
+        owners: 'every',
+        doc: 'entries a full queue of this sink dropped (`on_full = "drop"`); their sum is the pipeline\u2019s `total_dropped_by_sink`',
+      },
+      { name: 'abandoned', owners: 'every', doc: 'entries still queued or unacknowledged when a drain was cut short by `shutdown_timeout_ms` (logged ERROR)' },
+      {
+        name: 'skipped',
+        owners: 'every',
+        when: 'in a `fanout = "any"` pipeline',
+        doc: 'entries this path did not take because it was full or down while another path took them; not a loss',
+      },
+      {
+        name: 'failed_over',
+        owners: 'every',
+        when: 'in a `fanout = "any"` pipeline',
+        doc: 'unacknowledged entries of a broken link handed to a live path that did not hold them already',
+      },
+      {
+        name: 'dropped_writes',
+        owners: ['tcp', 'http', 'stdout', 'file'],
+        doc: '`tcp`/`http`: entries dropped for one slow client (its `client_buffer_size` was full), metric reason `client_slow`; `stdout`: entries lost after the reader went away, `file`: entries lost to a failed write (disk full, directory removed), metric reason `write_failed`',
+      },
+      { name: 'rotations', owners: ['file'], doc: 'the current file reached `max_size_mb` and a new one was started' },
+      { name: 'bytes_written', owners: ['file'], doc: 'bytes written to the files' },
+      { name: 'active_clients', owners: ['tcp', 'http'], gauge: true, doc: 'connected clients' },
+      { name: 'rejected_conns', owners: ['tcp'], doc: 'clients refused over `max_connections`' },
+      { name: 'rejected_clients', owners: ['http'], doc: 'clients refused over `max_connections`' },
+      { name: 'tls_handshake_errors', owners: ['tcp', 'http'], doc: 'failed TLS handshakes of clients' },
+      { name: 'auth_rejected', owners: ['tcp', 'http'], doc: 'clients whose certificate identity is not in `allow`' },
+      { name: 'connected', owners: ['tcp_chain', 'http_chain', 'syslog', 'nats'], gauge: true, doc: '1 while the link is up' },
+      {
+        name: 'reconnects',
+        owners: ['tcp_chain', 'http_chain', 'syslog', 'nats'],
+        doc: 'failed or broken links (each followed by a backoff); steady growth means the peer is down or refusing',
+      },
+      { name: 'unacked', owners: ['tcp_chain', 'nats'], gauge: true, doc: 'entries sent but not yet acknowledged; growing means the next node is slow to deliver' },
+      { name: 'synthesized', owners: ['tcp_chain', 'http_chain'], doc: 'entries that lacked `time` or `source` and were completed before sending' },
+      { name: 'batches_sent', owners: ['http_chain'], doc: 'batches the peer acknowledged' },
+      { name: 'dropped_batches', owners: ['http_chain'], doc: 'batches the peer refused for good (a status other than 408, 429, 5xx), each logged ERROR; metric reason `batch_rejected`' },
+      { name: 'published', owners: ['nats'], doc: 'entries JetStream acknowledged' },
+      { name: 'retried', owners: ['nats'], doc: 'publishes sent again (no acknowledgement within `request_timeout_ms`, an error reply, no stream yet, or a reconnect)' },
+    ],
+  },
+];
+
+/** Where each §16 metric comes from, beside its help text (a family missing here fails the generator). */
+const METRIC_SOURCES: Readonly<Record<string, string>> = {
+  logrelay_build_info: 'constant 1',
+  logrelay_config_generation: 'the generation in force; rises with each reload',
+  logrelay_reloads_total: 'reloads; a rising `failed` means a refused configuration (the old one keeps running)',
+  logrelay_pipeline_up: 'the supervisor',
+  logrelay_pipeline_restarts_total: '`restarts`',
+  logrelay_pipeline_resident_memory_bytes: "the worker's RSS",
+  logrelay_source_entries_total: 'source `total_entries`',
+  logrelay_sink_entries_total: 'sink `total_processed`',
+  logrelay_dropped_entries_total: `losses by reason (${DROP_REASONS.map((r) => `\`${r}\``).join(', ')}): \`queue_full\` (\`dropped_queue_full\`), \`source_saturated\` (\`dropped_entries\`), \`rate_limited\` (\`dropped_total\` − \`dropped_by_size_total\`), \`oversize\` (\`dropped_by_size_total\`), \`client_slow\` (\`tcp\`/\`http\` \`dropped_writes\`), \`write_failed\` (\`stdout\`/\`file\` \`dropped_writes\`), \`batch_rejected\` (\`dropped_batches\`), \`abandoned\``,
+  logrelay_filtered_entries_total: 'entries the filters took out',
+  logrelay_duplicates_dropped_total: '`duplicates_dropped`',
+  logrelay_parse_errors_total: '`parse_errors`',
+  logrelay_rejected_connections_total: 'reasons `max_connections` (`rejected_conns`/`rejected_clients`), `auth` (`auth_rejected`), `tls` (`tls_handshake_errors`)',
+  logrelay_clients: '`active_clients`, `active_connections`',
+  logrelay_chain_connected: '`connected` of chain, syslog and nats sinks and of the nats source',
+  logrelay_chain_unacked_entries: '`unacked` of `tcp_chain` and nats sinks and of the nats source',
+  logrelay_chain_reconnects_total: '`reconnects` of chain, syslog and nats sinks and of the nats source',
+  logrelay_file_lag_bytes: '`lag_bytes`',
+  logrelay_checkpoint_errors_total: '`checkpoint_errors`',
+  logrelay_tls_certificate_expiry_timestamp_seconds: "the earliest `notAfter` among the plugin's certificates (Unix seconds; `/status` calls it `certificate_expiry_seconds`)",
+};
+
+const typesOf = (kind: CounterSection['kind']): readonly string[] =>
+  kind === 'sources' ? Object.keys(SOURCE_SPECS) : kind === 'sinks' ? Object.keys(SINK_SPECS) : [kind];
+
+/**
+ * Every declared counter as `kind/type/name`; a counter every plugin of a kind keeps is
+ * `kind/* /name` (without the space) when it exists only under a condition, else one key per type.
+ */
+export function declaredCounters(): Set<string> {
+  const out = new Set<string>();
+  for (const s of COUNTER_SECTIONS) {
+    for (const c of s.counters) {
+      if (c.owners === 'every' && c.when) out.add(`${s.kind}/*/${c.name}`);
+      else for (const type of c.owners === 'every' ? typesOf(s.kind) : c.owners) out.add(`${s.kind}/${type}/${c.name}`);
+    }
+  }
+  return out;
+}
+
+const ownerText = (s: CounterSection, c: CounterDecl): string => {
+  const who =
+    c.owners === 'every'
+      ? s.kind === 'sources'
+        ? 'every source'
+        : s.kind === 'sinks'
+          ? 'every sink'
+          : s.kind === 'rate_limit'
+            ? 'rate limiter'
+            : s.kind
+      : `${c.owners.map((o) => `\`${o}\``).join(', ')}`;
+  return c.when ? `${who} ${c.when}` : who;
+};
+
+const cell = (text: string) => text.replaceAll('|', '\\|');
+
+const INTRO = `# Counters and metrics
+
+<!-- Generated by \`npm run docs\` from src/config/counters-reference.ts and the metric families of
+src/primary/metrics.ts; edit those, not this file. -->
+
+Every component keeps cumulative counters in memory; each worker sends its pipeline's counters to
+the primary once a second. They appear in three places, with the same values:
+
+- the **status report** (\`status_reporter = true\`, every \`status_interval_ms\`, at DEBUG): one
+  line per pipeline with every counter flattened, e.g. \`flow.total_dropped\`,
+  \`sources.applog.total_entries\`, \`sinks.out.total_processed\`;
+- the admin endpoint's **\`/status\`** (JSON, counters nested by component) and **\`/metrics\`**
+  (Prometheus, the families below), when \`admin.port\` is set;
+- an \`http\` sink's own \`GET /status\`: that sink only: \`server\` (its address, \`tls\`,
+  \`active_clients\`, its limits and \`uptime_seconds\`), \`endpoints\`, and \`statistics\`:
+  \`total_processed\`, \`dropped_writes\`, \`rejected_clients\`, \`auth_rejected\`.
+
+Counters only rise; gauges (marked) go up and down. They restart from 0 when a pipeline's worker
+is replaced (a reload or a crash restart); Prometheus' \`rate()\` handles that as a counter reset.
+
+**Losses and non-losses.** Every entry lost is counted where it is lost, and the worker logs
+WARN \`Entries dropped\` (pipeline, plugin, reason, count): the first within a second, then at most
+once a minute per pipeline and reason. Entries a filter rejected and duplicates suppressed are
+not losses. Every loss is in \`logrelay_dropped_entries_total\` with its reason, so one alert on
+its rise sees them all.
+`;
+
+const OUTRO = `
+Useful alerts (\`deploy/prometheus/\` has them as rules): any rise of
+\`logrelay_dropped_entries_total\`; \`logrelay_pipeline_up == 0\`; \`logrelay_chain_connected == 0\`
+for a minute; \`logrelay_file_lag_bytes\` growing; a \`logrelay_reloads_total{result="failed"}\`
+rise; a certificate expiry within 14 days (the node also logs WARN \`Certificate expires soon\`).
+`;
+
+/** The text of docs/counters.md. */
+export function renderCountersReference(): string {
+  const out = [INTRO];
+  for (const s of COUNTER_SECTIONS) {
+    out.push(`## ${s.title}`, '', '| Counter | Owner | What rising means |', '|---|---|---|');
+    for (const c of s.counters) out.push(`| \`${c.name}\` | ${cell(ownerText(s, c))} | ${c.gauge ? '(gauge) ' : ''}${cell(c.doc)} |`);
+    out.push('');
+  }
+  out.push(
+    '## Metrics (`/metrics`)',
+    '',
+    'Base units; counters end in `_total`; labels are only `pipeline`, `component` (the plugin id),',
+    '`type`, `reason` and `result`. Values equal the counters above.',
+    '',
+    '| Metric | Kind | Labels | Meaning | Made from |',
+    '|---|---|---|---|---|',
+  );
+  for (const f of METRIC_FAMILIES) {
+    const from = METRIC_SOURCES[f.name];
+    if (from === undefined) throw new Error(`metric ${f.name} has no entry in METRIC_SOURCES (src/config/counters-reference.ts)`);
+    out.push(`| \`${f.name}\` | ${f.kind} | ${f.labels.map((l) => `\`${l}\``).join(', ')} | ${cell(f.help)} | ${cell(from)} |`);
+  }
+  out.push("| `process_*`, `nodejs_*` | | | the primary's process metrics (prom-client defaults) | |");
+  out.push(OUTRO);
+  return out.join('\n');
+}

@@ -1,0 +1,80 @@
+// docs/counters.md is generated from the declarations in src/config/counters-reference.ts; this
+// checks those declarations against a running node: every counter a plugin of each type reports
+// is declared for that type, and every declared one is reported. One node runs every source and
+// sink type (a nats-server on loopback for the nats pair), with dedup, a rate limit and data_dir.
+
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import test from 'ava';
+import { COUNTER_SECTIONS, declaredCounters } from '../../src/config/counters-reference.js';
+import { adminRequest, adminStatus, parseExposition, sampleValue } from '../helpers/admin.js';
+import { chainSinkToml, chainSourceToml } from '../helpers/chain.js';
+import { createStream, natsClient, natsSinkToml, natsSourceToml, startNats } from '../helpers/nats.js';
+import { freePort, ownedTempDir, startOwnedNode, waitFor } from '../helpers/node.js';
+import { fileSinkToml, fileSourceToml, localPluginToml, randomSourceToml, sinkToml } from '../helpers/toml.js';
+
+test.serial('every counter a running node reports is declared (and documented) for its owner, and every declared one is reported', async (t) => {
+  t.timeout(90_000);
+  const servers = await startNats(t);
+  const nc = await natsClient(t, servers);
+  await createStream(nc, 'LOGS', ['logs.>']);
+  const dir = ownedTempDir(t);
+  mkdirSync(join(dir.path, 'in'));
+  writeFileSync(join(dir.path, 'in', 'app.log'), 'one\ntwo\n');
+  const [admin, tcpChain, httpChain, syslog, tcp, http] = await Promise.all([freePort(), freePort(), freePort(), freePort(), freePort(), freePort()]);
+  const toml = `status_interval_ms = 300
+data_dir = ${JSON.stringify(join(dir.path, 'data'))}
+[admin]
+port = ${admin}
+[[pipelines]]
+name = "out"
+[pipelines.flow.rate_limit]
+rate = 100000
+[pipelines.flow.dedup]
+enabled = true
+${randomSourceToml('interval_ms = 100')}${sinkToml('null', 'null')}${sinkToml('stdout', 'stdout')}${fileSinkToml('file', join(dir.path, 'out'))}${localPluginToml('sinks', 'tcp', 'tcp', tcp)}${localPluginToml('sinks', 'http', 'http', http)}${chainSinkToml('tcp_chain', 'tcp_chain', tcpChain, 'me')}${chainSinkToml('http_chain', 'http_chain', httpChain, 'me')}${localPluginToml('sinks', 'syslog', 'syslog', syslog)}${natsSinkToml('nats', servers, 'subject = "logs.app"')}
+[[pipelines]]
+name = "in"
+${fileSourceToml('file', join(dir.path, 'in'))}[[pipelines.plugin_sources]]
+id = "stdin"
+type = "stdin"
+${chainSourceToml('tcp_chain', 'tcp_chain', tcpChain)}${chainSourceToml('http_chain', 'http_chain', httpChain)}${localPluginToml('sources', 'syslog', 'syslog', syslog)}${natsSourceToml('nats', servers, 'LOGS', 'docs')}${sinkToml('null', 'null')}
+[[pipelines]]
+name = "any"
+fanout = "any"
+${randomSourceToml('interval_ms = 1000')}${sinkToml('a', 'null')}${sinkToml('b', 'null')}`;
+  startOwnedNode(t, toml);
+  const status = await waitFor(async () => {
+    const s = await adminStatus(admin).catch(() => undefined);
+    const inCounters = s?.pipelines.in?.counters;
+    // every source has reported, and entries crossed the chain, syslog and nats links
+    return inCounters && ['tcp_chain', 'http_chain', 'syslog', 'nats'].every((id) => (inCounters.sources[id]?.total_entries ?? 0) > 0) ? s : undefined;
+  }, 'entries through every link', 60_000);
+  const reported = new Set<string>();
+  for (const p of Object.values(status.pipelines)) {
+    for (const kind of ['sources', 'sinks'] as const) {
+      for (const [id, counters] of Object.entries(p.counters[kind])) for (const name of Object.keys(counters)) reported.add(`${kind}/${p.types[kind][id]}/${name}`);
+    }
+    for (const name of Object.keys(p.counters.flow)) reported.add(`flow/flow/${name}`);
+    for (const name of Object.keys(p.counters.rate_limit ?? {})) reported.add(`rate_limit/rate_limit/${name}`);
+    for (const [name, value] of Object.entries(p.counters)) if (typeof value === 'number') reported.add(`pipeline/pipeline/${name}`);
+    reported.add('pipeline/pipeline/restarts');
+  }
+  const declared = declaredCounters();
+  // a counter every plugin of a kind keeps under a condition (dedup, fanout any) is declared once as kind/*/name
+  for (const key of [...reported]) {
+    const [kind, , name] = key.split('/');
+    if (declared.has(`${kind}/*/${name}`)) {
+      reported.delete(key);
+      reported.add(`${kind}/*/${name}`);
+    }
+  }
+  t.deepEqual([...reported].filter((k) => !declared.has(k)).sort(), [], 'reported but not declared in src/config/counters-reference.ts');
+  t.deepEqual([...declared].filter((k) => !reported.has(k)).sort(), [], 'declared but not reported by any running plugin');
+  t.true(COUNTER_SECTIONS.length >= 4);
+  // the nats source's link gauges are in /metrics, as the sinks' are
+  const metrics = parseExposition((await adminRequest(admin, '/metrics')).body);
+  t.is(sampleValue(metrics, 'logrelay_chain_connected', { pipeline: 'in', component: 'nats' }), 1);
+  t.not(sampleValue(metrics, 'logrelay_chain_unacked_entries', { pipeline: 'in', component: 'nats' }), undefined);
+  t.not(sampleValue(metrics, 'logrelay_chain_reconnects_total', { pipeline: 'in', component: 'nats' }), undefined);
+});
