@@ -173,9 +173,17 @@ defaults. Inside the file, \`\${NAME}\`, \`\${NAME:-default}\`, \`\${NAME-defaul
 \`logrelay check --explain KEY\` prints one entry of this reference, e.g.
 \`logrelay check --explain sinks.http.port\` or \`logrelay check --explain buffer_size\`.
 
-Each plugin's keys go in its \`config\` table:
+A whole configuration: one pipeline reading standard input and serving it over HTTP. Each
+plugin's keys go in its \`config\` table:
 
 \`\`\`toml
+[[pipelines]]
+name = "app"
+
+[[pipelines.plugin_sources]]
+id = "in"
+type = "stdin"
+
 [[pipelines.plugin_sinks]]
 id = "out"
 type = "http"

@@ -4,7 +4,10 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import test from 'ava';
-import { ROOT } from '../helpers/node.js';
+import { checkPipelines } from '../../src/check.js';
+import { loadConfig } from '../../src/config/load.js';
+import { IdSequence } from '../../src/core/ids.js';
+import { ROOT, tempDir } from '../helpers/node.js';
 
 const DOCS = join(ROOT, 'docs');
 const PAGES = ['configuration.md', 'counters.md', 'protocol.md', 'operations.md'];
@@ -46,4 +49,26 @@ test('every counter the code keeps is explained in docs/counters.md', (t) => {
   const doc = read('docs', 'counters.md');
   const missing = [...names].filter((n) => !doc.includes(`\`${n}\``));
   t.deepEqual(missing, [], `add these counters to docs/counters.md: ${missing.join(', ')}`);
+});
+
+test('the first snippet of docs/configuration.md is a whole configuration that passes check', (t) => {
+  const md = read('docs', 'configuration.md');
+  const snippet = /```toml\n([\s\S]*?)```/.exec(md)?.[1];
+  t.truthy(snippet, 'a toml snippet');
+  const dir = tempDir();
+  try {
+    const config = loadConfig({ file: dir.file('first.toml', snippet!), env: {}, flags: new Map() });
+    t.deepEqual(checkPipelines(config), []);
+  } finally {
+    dir.remove();
+  }
+});
+
+test("protocol.md's id example has the shape of a real id", (t) => {
+  const real = new IdSequence('edge-01', 'app', 'applog').next();
+  const shape = /^[A-Za-z0-9_-]{16}\.[0-9a-z]+$/;
+  t.regex(real, shape);
+  const examples = [...read('docs', 'protocol.md').matchAll(/"id":"([^"…]+)"/g)].map((m) => m[1]!);
+  t.true(examples.length > 0);
+  for (const id of examples) t.regex(id, shape, id);
 });
