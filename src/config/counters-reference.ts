@@ -61,7 +61,7 @@ export const COUNTER_SECTIONS: readonly CounterSection[] = [
       { name: 'truncated_messages', owners: ['syslog'], doc: 'frames over `max_message_bytes` were cut' },
       { name: 'connected', owners: ['nats'], gauge: true, doc: '1 while the connection to a NATS server is up' },
       { name: 'reconnects', owners: ['nats'], doc: 'lost connections to the NATS servers; steady growth means the servers are down or refusing' },
-      { name: 'unacked', owners: ['nats'], gauge: true, doc: 'messages received and not yet acknowledged to JetStream (their entries are not done downstream yet)' },
+      { name: 'unacked', owners: ['nats'], gauge: true, doc: 'messages received and not yet acknowledged to JetStream (their entries are not all done downstream yet)' },
     ],
   },
   {
@@ -155,8 +155,8 @@ export const COUNTER_SECTIONS: readonly CounterSection[] = [
       { name: 'synthesized', owners: ['tcp_chain', 'http_chain'], doc: 'entries that lacked `time` or `source` and were completed before sending' },
       { name: 'batches_sent', owners: ['http_chain'], doc: 'batches the peer acknowledged' },
       { name: 'dropped_batches', owners: ['http_chain'], doc: 'batches the peer refused for good (a status other than 408, 429, 5xx), each logged ERROR; metric reason `batch_rejected`' },
-      { name: 'published', owners: ['nats'], doc: 'entries JetStream acknowledged' },
-      { name: 'retried', owners: ['nats'], doc: 'publishes sent again (no acknowledgement within `request_timeout_ms`, an error reply, no stream yet, or a reconnect)' },
+      { name: 'published', owners: ['nats'], doc: 'entries JetStream acknowledged (in batches of up to `max_batch_count` per message)' },
+      { name: 'retried', owners: ['nats'], doc: 'entries published again in their batch (no acknowledgement within `request_timeout_ms`, an error reply, no stream yet, or a reconnect)' },
     ],
   },
 ];

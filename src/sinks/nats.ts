@@ -1,17 +1,19 @@
-// `nats` sink (DESIGN.md §19): publishes each entry to JetStream as its JSON object, with the
-// entry id as `Nats-Msg-Id` so the stream's duplicate window drops resends, and settles it on
-// the server's publish acknowledgement. Publishes go out with plain `nc.publish` and a reply
-// subject per publish under one inbox subscription: per entry that is one buffered write and
-// one map entry, no promise and no timer (what `js.publish` would cost); one sweep a few times
-// per request_timeout_ms re-queues what went unanswered. At most `max_pending` publishes are
-// unacknowledged; failed ones are sent again after a backoff. Streams are never created here.
+// `nats` sink (DESIGN.md §19): publishes entries to JetStream in batches, one message of NDJSON
+// per batch (up to `max_batch_count` entries or `max_batch_bytes`, or what arrived within
+// `flush_interval_ms`), with `Nats-Msg-Id` = the first entry's id + `+` + the count, so the
+// stream's duplicate window drops a batch sent again, and settles its entries on the server's
+// publish acknowledgement. Up to `max_pending` batches are out at once (a window, not a round
+// trip per message). Publishes go out with plain `nc.publish` and a reply subject per publish
+// under one inbox subscription: no promise and no timer per batch; one sweep a few times per
+// request_timeout_ms re-queues what went unanswered. A batch keeps its entries and its id through
+// every retry. Streams are never created here.
 
 import { createInbox, headers, type Msg, type NatsConnection, type Subscription } from '@nats-io/transport-node';
 import { HeldWaiters } from '../chain/held-waiters.js';
 import { encodeEntry } from '../chain/protocol.js';
 import { settle } from '../core/ack.js';
 import { PluginError } from '../core/errors.js';
-import { BoundedQueue, type OnFull } from '../core/queue.js';
+import type { OnFull } from '../core/queue.js';
 import { SINK_QUEUE_FIELDS } from '../core/plugin-config.js';
 import type { PluginSpec } from '../config/spec.js';
 import { type NatsConfig, natsBackoff, natsConfig, natsConnectOptions, natsFields, NatsLink } from '../nats/connection.js';
@@ -19,8 +21,11 @@ import type { Sink, SinkFactory, SinkItem } from './types.js';
 
 interface NatsSinkConfig extends NatsConfig {
   readonly subject?: string;
-  /** most publishes awaiting their acknowledgement */
+  /** most batches awaiting their acknowledgement */
   readonly max_pending: number;
+  readonly max_batch_count: number;
+  readonly max_batch_bytes: number;
+  readonly flush_interval_ms: number;
   readonly request_timeout_ms: number;
   readonly backoff_min_ms: number;
   readonly backoff_max_ms: number;
@@ -28,20 +33,24 @@ interface NatsSinkConfig extends NatsConfig {
   readonly on_full: OnFull;
 }
 
-/** One entry on its way: encoded once, published (again) until acknowledged. */
+/** One batch on its way: encoded once, published (again, the same bytes and id) until acknowledged. */
 interface Publish {
-  readonly item: SinkItem;
+  readonly items: readonly SinkItem[];
   readonly data: string;
+  readonly msgId: string | undefined;
   /** when it was last published, epoch ms */
   sentAt: number;
 }
 
 export const NATS_SINK: PluginSpec = {
-  doc: 'publishes each entry as its JSON object to a JetStream subject, with `Nats-Msg-Id` = the entry id; delivered on the publish acknowledgement',
+  doc: 'publishes entries to a JetStream subject in batches (one NDJSON message each, `Nats-Msg-Id` = first entry id + `+` + count); delivered on the publish acknowledgement',
   fields: natsFields({
     subject: { t: 'string', nonEmpty: true, doc: 'subject to publish on; default `logrelay.<pipeline>`' },
-    max_pending: { t: 'number', def: 1024, int: true, min: 1, unit: 'publishes', doc: 'publishes waiting for their acknowledgement at most' },
-    request_timeout_ms: { t: 'number', def: 5000, int: true, min: 1, doc: 'a publish not acknowledged within this is sent again' },
+    max_pending: { t: 'number', def: 1024, int: true, min: 1, unit: 'batches', doc: 'batches published and waiting for their acknowledgement at most' },
+    max_batch_count: { t: 'number', def: 500, int: true, min: 1, unit: 'entries', doc: 'entries in one message at most' },
+    max_batch_bytes: { t: 'number', def: 1048576, int: true, min: 1, doc: 'NDJSON bytes in one message at most (an entry larger than this goes alone)' },
+    flush_interval_ms: { t: 'number', def: 50, int: true, min: 1, doc: 'a batch that is not full is published this long after its first entry arrived' },
+    request_timeout_ms: { t: 'number', def: 5000, int: true, min: 1, doc: 'a batch not acknowledged within this is published again' },
     backoff_min_ms: { t: 'number', def: 250, int: true, min: 1, doc: 'first retry delay; doubles per failure' },
     backoff_max_ms: { t: 'number', def: 30000, int: true, min: 1, doc: 'longest retry delay' },
     ...SINK_QUEUE_FIELDS,
@@ -60,14 +69,24 @@ export const createNatsSink: SinkFactory = (plugin, ctx): Sink => {
   const linkBackoff = natsBackoff(cfg.backoff_min_ms, cfg.backoff_max_ms);
   const options = natsConnectOptions('sink', plugin.id, cfg, `logrelay ${ctx.node} ${ctx.pipeline}/${plugin.id}`, linkBackoff);
 
-  /** published, awaiting the acknowledgement: reply token → publish (insertion order = send order) */
+  /** published, awaiting the acknowledgement: reply token → batch (insertion order = send order) */
   let inflight = new Map<number, Publish>();
-  /** taken by write(), not yet published */
-  const queued = new BoundedQueue<Publish>(cfg.max_pending);
-  /** published without an acknowledgement: sent again first */
-  const retries = new BoundedQueue<Publish>(cfg.max_pending);
-  const held = () => inflight.size + queued.length + retries.length;
-  const waiters = new HeldWaiters(held, cfg.max_pending);
+  let inflightEntries = 0;
+  /** closed batches not yet published, and batches published without an acknowledgement (sent again first) */
+  const queued: Publish[] = [];
+  const retries: Publish[] = [];
+  /** entries in `queued` and `retries` */
+  let waitingEntries = 0;
+  /** the batch being filled */
+  let building: SinkItem[] = [];
+  let buildingLines: string[] = [];
+  let buildingBytes = 0;
+  let flushTimer: NodeJS.Timeout | undefined;
+  /** entries not published yet: write() waits while a batch's worth of them waits */
+  const unpublished = () => building.length + waitingEntries;
+  const held = () => unpublished() + inflightEntries;
+  const room = new HeldWaiters(unpublished, cfg.max_batch_count);
+  const drained = new HeldWaiters(held, 1);
   let token = 0;
   let inbox = '';
   let nc: NatsConnection | undefined;
@@ -81,33 +100,48 @@ export const createNatsSink: SinkFactory = (plugin, ctx): Sink => {
 
   const update = () => {
     counters.unacked = held();
-    waiters.wake(closing);
+    room.wake(closing);
+    drained.wake(closing);
   };
 
-  /** Publishes what is queued, retries first, while fewer than max_pending await their ack. */
+  /** The batch being filled becomes a message waiting to be published. */
+  const closeBatch = () => {
+    clearTimeout(flushTimer);
+    flushTimer = undefined;
+    if (building.length === 0) return;
+    const first = building[0]!.entry.id;
+    queued.push({ items: building, data: buildingLines.join('\n'), msgId: first === undefined ? undefined : `${first}+${building.length}`, sentAt: 0 });
+    waitingEntries += building.length;
+    building = [];
+    buildingLines = [];
+    buildingBytes = 0;
+  };
+
+  /** Publishes what waits, retries first, while fewer than max_pending batches await their ack. */
   const publishSome = () => {
     if (!nc || !link.up || retryTimer) return;
     const now = Date.now();
     while (inflight.size < cfg.max_pending) {
       const from = retries.length > 0 ? retries : queued;
-      if (from.length === 0) break;
-      const [pub] = from.take(1);
+      const pub = from.shift();
+      if (pub === undefined) break;
       const h = headers();
-      const id = pub!.item.entry.id;
-      if (id !== undefined) h.set('Nats-Msg-Id', id);
+      if (pub.msgId !== undefined) h.set('Nats-Msg-Id', pub.msgId);
       const t = ++token;
       try {
-        nc.publish(subject, pub!.data, { reply: `${inbox}.${t}`, headers: h });
+        nc.publish(subject, pub.data, { reply: `${inbox}.${t}`, headers: h });
       } catch {
-        retries.push(pub!);
+        from.unshift(pub);
         break;
       }
-      pub!.sentAt = now;
-      inflight.set(t, pub!);
+      pub.sentAt = now;
+      inflight.set(t, pub);
+      waitingEntries -= pub.items.length;
+      inflightEntries += pub.items.length;
     }
   };
 
-  /** Unacknowledged publishes wait a backoff before going out again. */
+  /** Unacknowledged batches wait a backoff before going out again; `moved`: entries sent again. */
   const failed = (reason: string, moved: number, level: 'error' | 'warn') => {
     counters.retried += moved;
     const fields = { subject, error: reason, unacked: held() };
@@ -121,38 +155,46 @@ export const createNatsSink: SinkFactory = (plugin, ctx): Sink => {
     }, retryBackoff.next());
   };
 
+  /** An in-flight batch goes back among the retries (it keeps its entries and its id). */
+  const retryLater = (t: number, pub: Publish) => {
+    inflight.delete(t);
+    inflightEntries -= pub.items.length;
+    retries.push(pub);
+    waitingEntries += pub.items.length;
+  };
+
   const onReply = (err: Error | null, msg: Msg) => {
     if (err) return;
     const t = Number(msg.subject.slice(msg.subject.lastIndexOf('.') + 1));
     const pub = inflight.get(t);
     if (!pub) return; // answered after it timed out and went out again
-    inflight.delete(t);
     const text = msg.data.length > 0 ? msg.string() : '';
     // a PubAck starts {"stream"…; anything else is a status (503: no stream takes the subject) or an error
     if (text.startsWith('{"stream"') && !text.includes('"error"')) {
-      counters.published++;
+      inflight.delete(t);
+      inflightEntries -= pub.items.length;
+      counters.published += pub.items.length;
       failureLogged = false;
       retryBackoff.reset();
-      settle(pub.item.ticket);
+      for (const item of pub.items) settle(item.ticket);
     } else {
-      retries.push(pub);
+      retryLater(t, pub);
       const code = msg.headers?.code ?? 0;
-      failed(code === 503 ? `no stream takes subject ${subject} (the operator creates streams)` : text || `status ${code} ${msg.headers?.description ?? ''}`, 1, 'error');
+      failed(code === 503 ? `no stream takes subject ${subject} (the operator creates streams)` : text || `status ${code} ${msg.headers?.description ?? ''}`, pub.items.length, 'error');
     }
     update();
     publishSome();
   };
 
-  /** Publishes unanswered for request_timeout_ms go out again (oldest first). */
+  /** Batches unanswered for request_timeout_ms go out again (oldest first). */
   const sweep = () => {
     if (inflight.size === 0) return;
     const old = Date.now() - cfg.request_timeout_ms;
     let moved = 0;
     for (const [t, pub] of inflight) {
       if (pub.sentAt > old) break;
-      inflight.delete(t);
-      retries.push(pub);
-      moved++;
+      retryLater(t, pub);
+      moved += pub.items.length;
     }
     if (moved > 0) failed(`no publish acknowledgement within request_timeout_ms (${cfg.request_timeout_ms} ms)`, moved, 'warn');
   };
@@ -160,10 +202,13 @@ export const createNatsSink: SinkFactory = (plugin, ctx): Sink => {
   /** What was in flight when the connection changed is sent again (its acks may be lost). */
   const requeueInflight = () => {
     if (inflight.size === 0) return;
-    const old = inflight;
+    let moved = 0;
+    for (const [t, pub] of inflight) {
+      retryLater(t, pub);
+      moved += pub.items.length;
+    }
     inflight = new Map();
-    for (const pub of old.values()) retries.push(pub);
-    counters.retried += old.size;
+    counters.retried += moved;
   };
 
   const link = new NatsLink({
@@ -200,17 +245,37 @@ export const createNatsSink: SinkFactory = (plugin, ctx): Sink => {
     },
     write(batch) {
       const now = Date.now();
-      for (const item of batch) queued.push({ item, data: encodeEntry(item.entry, now, ctx.pipeline, encodeOut), sentAt: 0 });
+      for (const item of batch) {
+        const line = encodeEntry(item.entry, now, ctx.pipeline, encodeOut);
+        // a line that would take the batch past its byte cap starts the next one
+        const bytes = Buffer.byteLength(line) + 1;
+        if (building.length > 0 && buildingBytes + bytes > cfg.max_batch_bytes) closeBatch();
+        building.push(item);
+        buildingLines.push(line);
+        buildingBytes += bytes;
+        if (building.length >= cfg.max_batch_count || buildingBytes >= cfg.max_batch_bytes) closeBatch();
+      }
+      if (building.length > 0 && flushTimer === undefined && !ctx.checkOnly) {
+        flushTimer = setTimeout(() => {
+          flushTimer = undefined;
+          closeBatch();
+          publishSome();
+          update();
+        }, cfg.flush_interval_ms);
+      }
       publishSome();
       counters.unacked = held();
-      return waiters.whenRoom(closing);
+      return room.whenRoom(closing);
     },
     held,
     async close(deadline) {
       closing = true;
-      waiters.wake(closing);
-      if (held() > 0 && !ctx.checkOnly) await waiters.emptyBy(deadline);
+      closeBatch();
+      publishSome();
+      update();
+      if (held() > 0 && !ctx.checkOnly) await drained.emptyBy(deadline);
       clearTimeout(retryTimer);
+      clearTimeout(flushTimer);
       clearInterval(sweepTimer);
       retryTimer = undefined;
       sub?.unsubscribe();

@@ -1,10 +1,12 @@
 // `nats` source (DESIGN.md §19): pulls from a durable JetStream consumer and acknowledges each
-// message only once its entry is done (every sink delivered it or dropped it with a count,
-// DESIGN.md §15); several nodes on one durable consumer share its messages. Pulls are fetches of
-// at most `buffer_size` messages; while the pipeline is saturated no fetch is made. The client
-// hands fetched messages over as an async iterator (one resolved promise per message: the
-// library's API, there is no callback for fetch); everything else, decoding, emit and the acks'
-// bookkeeping, is synchronous and per batch.
+// message only once its entries are done (every sink delivered them or dropped them with a
+// count, DESIGN.md §15). A message is one JSON entry (as other producers send) or NDJSON lines
+// (a logrelay sink's batch); several nodes on one durable consumer share the messages. A fetch
+// asks for about `buffer_size` entries' worth of messages (from the running mean of entries per
+// message); while the pipeline is saturated no fetch is made. The client hands fetched messages
+// over as an async iterator (one resolved promise per message: the library's API, there is no
+// callback for fetch); everything else, decoding, emit and the acks' bookkeeping, is synchronous
+// and per batch.
 
 import { AckPolicy, type Consumer, DeliverPolicy, jetstream, jetstreamManager, type JsMsg } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
@@ -48,7 +50,9 @@ export const createNatsSource: SourceFactory = (plugin, ctx): Source => {
   const linkBackoff = natsBackoff(250, 30000);
   const pullBackoff = natsBackoff(250, 30000);
   const options = natsConnectOptions('source', plugin.id, cfg, `logrelay ${ctx.pipeline}/${plugin.id}`, linkBackoff);
-  const fetchMax = Math.min(cfg.buffer_size, cfg.max_ack_pending);
+  /** entries per message, a running mean: a fetch asks for about buffer_size entries' worth of messages */
+  let perMessage = 1;
+  const fetchMax = () => Math.max(1, Math.min(cfg.max_ack_pending, Math.floor(cfg.buffer_size / perMessage)));
 
   let started = false;
   let stopping = false;
@@ -90,14 +94,31 @@ export const createNatsSource: SourceFactory = (plugin, ctx): Source => {
     ctx.emit(entries, () => ackAll(done));
   };
 
+  /** A message's entries go into one emitted batch: it is acknowledged once they are all done. */
   const onMessage = (m: JsMsg) => {
-    const entry = decodeEntry(m.string(), undefined, Date.now(), ctx.pipeline);
-    if (!entry) {
-      counters.parse_errors++;
+    const text = m.string();
+    const now = Date.now();
+    let taken = 0;
+    let at = 0;
+    // one JSON object (other producers), or NDJSON lines (a logrelay sink's batch)
+    while (at < text.length) {
+      let end = text.indexOf('\n', at);
+      if (end < 0) end = text.length;
+      if (end > at) {
+        const entry = decodeEntry(text.slice(at, end), undefined, now, ctx.pipeline);
+        if (entry) {
+          batch.push(entry);
+          taken++;
+        } else counters.parse_errors++;
+      }
+      at = end + 1;
+    }
+    perMessage += (Math.max(1, taken) - perMessage) / 8;
+    if (taken === 0) {
+      if (text.length === 0) counters.parse_errors++;
       m.ack();
       return;
     }
-    batch.push(entry);
     msgs.push(m);
     if (batch.length >= cfg.buffer_size) flush();
     else if (!flushScheduled) {
@@ -150,7 +171,7 @@ export const createNatsSource: SourceFactory = (plugin, ctx): Source => {
       }
       try {
         if (consumer?.nc !== nc) consumer = { nc, c: await consumerOn(nc) };
-        const it = await consumer.c.fetch({ max_messages: fetchMax, expires: FETCH_EXPIRES_MS });
+        const it = await consumer.c.fetch({ max_messages: fetchMax(), expires: FETCH_EXPIRES_MS });
         fetching = it;
         for await (const m of it) onMessage(m);
         fetching = undefined;

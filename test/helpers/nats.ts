@@ -123,6 +123,19 @@ export async function createStream(nc: NatsConnection, name: string, subjects: s
   }
 }
 
+/** Entries the stream holds now: the lines of every message (a sink's batch is one message of NDJSON). */
+export async function streamEntries(nc: NatsConnection, name: string): Promise<number> {
+  const jsm = await jetstreamManager(nc);
+  const { first_seq: first, last_seq: last, messages } = (await jsm.streams.info(name)).state;
+  if (messages === 0) return 0;
+  let entries = 0;
+  for (let seq = first; seq <= last; seq++) {
+    const m = await jsm.streams.getMessage(name, { seq }).catch(() => null);
+    if (m) entries += m.string().split('\n').filter((l) => l.length > 0).length;
+  }
+  return entries;
+}
+
 /** Messages the stream holds now. */
 export async function streamMessages(nc: NatsConnection, name: string): Promise<number> {
   const jsm = await jetstreamManager(nc);

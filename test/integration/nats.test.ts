@@ -9,7 +9,7 @@ import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { headers } from '@nats-io/transport-node';
 import test from 'ava';
 import { appendLines, lineText, Tally } from '../helpers/exactly-once.js';
-import { createStream, natsClient, natsNodes, natsCollectorToml, natsEdgeToml, startNats, streamMessages } from '../helpers/nats.js';
+import { createStream, natsClient, natsNodes, natsCollectorToml, natsEdgeToml, startNats, streamEntries, streamMessages } from '../helpers/nats.js';
 import { sleep, waitFor } from '../helpers/node.js';
 import { latestCounter } from '../helpers/status.js';
 
@@ -48,7 +48,9 @@ test.serial('1. edge → one stream → two collectors on one durable consumer: 
   t.is(ta.duplicates + tb.duplicates, 0, 'no line twice at one collector');
   t.true(ta.distinct > 0 && tb.distinct > 0, `both collectors get a share (${ta.distinct} / ${tb.distinct})`);
   t.log(`shares: ${ta.distinct} / ${tb.distinct}`);
-  t.is(await streamMessages(nc, 'LOGS'), total, 'the stream holds each line once');
+  t.is(await streamEntries(nc, 'LOGS'), total, 'the stream holds each line once');
+  const messages = await streamMessages(nc, 'LOGS');
+  t.true(messages < total / 10, `entries travel in batches: ${messages} messages for ${total} lines`);
   await waitFor(() => latestCounter(edge, 'app', 'sinks.js.published') === total, 'edge counts every publish acknowledged');
   t.is(latestCounter(edge, 'app', 'sinks.js.unacked'), 0);
   t.is(latestCounter(edge, 'app', 'sinks.js.connected'), 1);
@@ -63,8 +65,8 @@ test.serial('3a. the sink\'s server unreachable at start, then up: entries held 
   const f = natsNodes(t);
   const app = join(f.dir.path, 'app');
   mkdirSync(app);
-  const maxPending = 100;
-  const edge = await f.start('edge', natsEdgeToml(app, servers, `buffer_size = 500\nmax_pending = ${maxPending}\non_full = "block"`));
+  const batchCount = 100;
+  const edge = await f.start('edge', natsEdgeToml(app, servers, `buffer_size = 500\nmax_batch_count = ${batchCount}\non_full = "block"`));
   const total = 20_000;
   appendLines(join(app, 'app.log'), 0, total);
   await waitFor(() => (latestCounter(edge, 'app', 'sinks.js.unacked') ?? 0) > 0, 'the sink holds entries while the server is down');
@@ -72,8 +74,9 @@ test.serial('3a. the sink\'s server unreachable at start, then up: entries held 
   const held = latestCounter(edge, 'app', 'sinks.js.unacked')!;
   const read = latestCounter(edge, 'app', 'sources.app.total_entries')!;
   t.log(`server down: sink holds ${held}, source read ${read} of ${total} (paused by the blocking sink)`);
-  // write() takes at most one pipeline batch (1024) beyond max_pending
-  t.true(held <= maxPending + 1024, `sink holds at most max_pending + one batch (${held})`);
+  // nothing is published while the server is down: write() waits while a message's worth
+  // (max_batch_count) waits, so the sink holds at most that and one pipeline batch (1024)
+  t.true(held <= batchCount + 1024, `sink holds at most max_batch_count + one pipeline batch (${held})`);
   // the queue (buffer_size) fills, on_full = "block" pauses the file source after the read under way
   t.true(read < total, `the file source pauses: read ${read}`);
   t.is(latestCounter(edge, 'app', 'sinks.js.connected'), 0);
@@ -82,7 +85,7 @@ test.serial('3a. the sink\'s server unreachable at start, then up: entries held 
   await waitFor(() => latestCounter(edge, 'app', 'sinks.js.published') === total, `every entry published once the server is up (${latestCounter(edge, 'app', 'sinks.js.published')})`, 60_000);
   await waitFor(async () => {
     try {
-      return (await streamMessages(nc, 'LOGS')) === total;
+      return (await streamEntries(nc, 'LOGS')) === total;
     } catch {
       return false;
     }
@@ -91,7 +94,7 @@ test.serial('3a. the sink\'s server unreachable at start, then up: entries held 
   t.true((latestCounter(edge, 'app', 'sinks.js.reconnects') ?? 0) > 0, 'first connects retried');
 });
 
-test.serial('3c. the sink\'s server unreachable, on_full = "drop": beyond buffer_size + max_pending entries are dropped and counted, the rest delivered after', async (t) => {
+test.serial('3c. the sink\'s server unreachable, on_full = "drop": beyond buffer_size + max_batch_count entries are dropped and counted, the rest delivered after', async (t) => {
   t.timeout(120_000);
   const servers = await startNats(t);
   const nc = await natsClient(t, servers);
@@ -100,7 +103,7 @@ test.serial('3c. the sink\'s server unreachable, on_full = "drop": beyond buffer
   const f = natsNodes(t);
   const app = join(f.dir.path, 'app');
   mkdirSync(app);
-  const edge = await f.start('edge', natsEdgeToml(app, servers, 'buffer_size = 500\nmax_pending = 100\non_full = "drop"'));
+  const edge = await f.start('edge', natsEdgeToml(app, servers, 'buffer_size = 500\nmax_batch_count = 100\non_full = "drop"'));
   const total = 5000;
   appendLines(join(app, 'app.log'), 0, total);
   await waitFor(() => latestCounter(edge, 'app', 'sources.app.total_entries') === total, 'the file source reads everything (a dropping sink never pauses it)');
@@ -111,7 +114,7 @@ test.serial('3c. the sink\'s server unreachable, on_full = "drop": beyond buffer
   t.true(dropped > 0 && dropped <= total - 500, `the full queue drops, counted (${dropped})`);
   await servers[0]!.start();
   await waitFor(() => latestCounter(edge, 'app', 'sinks.js.published') === total - dropped, `what was held is delivered (${latestCounter(edge, 'app', 'sinks.js.published')} of ${total - dropped})`, 60_000);
-  await waitFor(async () => (await streamMessages(nc, 'LOGS').catch(() => -1)) === total - dropped, 'the stream holds what was not dropped');
+  await waitFor(async () => (await streamEntries(nc, 'LOGS').catch(() => -1)) === total - dropped, 'the stream holds what was not dropped');
   t.is(latestCounter(edge, 'app', 'sinks.js.unacked'), 0);
 });
 
@@ -147,7 +150,7 @@ test.serial('3b. the source\'s server restarting: the durable consumer resumes, 
   await waitFor(async () => (await jsm.consumers.info('LOGS', 'collectors')).num_ack_pending === 0, 'every message acknowledged');
 });
 
-test.serial('4. a message on the subject that is not an entry: acknowledged, skipped, parse_errors', async (t) => {
+test.serial('4. a message on the subject that is not an entry: acknowledged, skipped, parse_errors; a batch message with a bad line keeps its good entries', async (t) => {
   t.timeout(60_000);
   const servers = await startNats(t);
   const nc = await natsClient(t, servers);
@@ -157,18 +160,21 @@ test.serial('4. a message on the subject that is not an entry: acknowledged, ski
   await js.publish('logs.app', '[1,2,3]');
   const h = headers();
   await js.publish('logs.app', JSON.stringify({ message: lineText(7), source: 'x', id: 'good' }), { headers: h });
+  // a batch (NDJSON) with a bad line among good ones: the good ones go on, the bad one is counted
+  const entry = (n: number) => JSON.stringify({ message: lineText(n), source: 'x', id: `b${n}` });
+  await js.publish('logs.app', `${entry(8)}\nnot json\n${entry(9)}\n`);
   const f = natsNodes(t);
   const c = await f.start('collector', natsCollectorToml(servers));
   const tally = new Tally(() => c);
-  await waitFor(() => tally.distinct === 1, 'the one entry printed');
-  t.deepEqual([...tally.seen.keys()], [7]);
-  await waitFor(() => latestCounter(c, 'collect', 'sources.in.parse_errors') === 2, 'two parse errors counted');
-  t.is(latestCounter(c, 'collect', 'sources.in.total_entries'), 1);
+  await waitFor(() => tally.distinct === 3, 'the three entries printed');
+  t.deepEqual([...tally.seen.keys()].sort(), [7, 8, 9]);
+  await waitFor(() => latestCounter(c, 'collect', 'sources.in.parse_errors') === 3, 'three parse errors counted');
+  t.is(latestCounter(c, 'collect', 'sources.in.total_entries'), 3);
   const jsm = await jetstreamManager(nc);
   await waitFor(async () => {
     const info = await jsm.consumers.info('LOGS', 'collectors');
-    return info.num_ack_pending === 0 && info.num_pending === 0 && info.ack_floor.stream_seq === 3;
-  }, 'all three messages acknowledged');
+    return info.num_ack_pending === 0 && info.num_pending === 0 && info.ack_floor.stream_seq === 4;
+  }, 'all four messages acknowledged');
   t.pass();
 });
 
@@ -190,6 +196,6 @@ test.serial('5. no stream on the subject: the sink logs ERROR and retries, never
   t.is(latestCounter(edge, 'app', 'sinks.js.published'), 0);
   await createStream(nc, 'LOGS', ['logs.>']);
   await waitFor(() => latestCounter(edge, 'app', 'sinks.js.published') === total, `every entry published once the stream exists (${latestCounter(edge, 'app', 'sinks.js.published')})`, 60_000);
-  t.is(await streamMessages(nc, 'LOGS'), total);
+  t.is(await streamEntries(nc, 'LOGS'), total);
   t.is(edge.records.filter((r) => r.msg === 'NATS publish failed, retrying' && r.level === 'error').length, 1, 'ERROR once per outage, then DEBUG');
 });
