@@ -2,7 +2,7 @@
 // message only once its entries are done (every sink delivered them or dropped them with a
 // count, DESIGN.md §15). A message is one JSON entry (as other producers send) or NDJSON lines
 // (a logrelay sink's batch); several nodes on one durable consumer share the messages. A fetch
-// asks for about `buffer_size` entries' worth of messages (from the running mean of entries per
+// asks for about four `buffer_size`s of entries' worth of messages (from the running mean of entries per
 // message); while the pipeline is saturated no fetch is made. The client hands fetched messages
 // over as an async iterator (one resolved promise per message: the library's API, there is no
 // callback for fetch); everything else, decoding, emit and the acks' bookkeeping, is synchronous
@@ -29,6 +29,13 @@ interface NatsSourceConfig extends NatsConfig {
   readonly buffer_size: number;
 }
 
+/**
+ * A fetch asks for this many `buffer_size`s of entries: one pull request is a round trip to the
+ * server, and batches of a few hundred entries per message made a fetch of one buffer's worth
+ * carry only two messages (the pipeline's saturation still stops the next fetch).
+ */
+const FETCH_ENTRIES_PER_BUFFER = 4;
+
 /** How long one fetch waits for messages on an idle stream (the client's minimum is 1 s). */
 const FETCH_EXPIRES_MS = 2000;
 
@@ -50,9 +57,9 @@ export const createNatsSource: SourceFactory = (plugin, ctx): Source => {
   const linkBackoff = natsBackoff(250, 30000);
   const pullBackoff = natsBackoff(250, 30000);
   const options = natsConnectOptions('source', plugin.id, cfg, `logrelay ${ctx.pipeline}/${plugin.id}`, linkBackoff);
-  /** entries per message, a running mean: a fetch asks for about buffer_size entries' worth of messages */
+  /** entries per message, a running mean: a fetch asks for about FETCH_ENTRIES_PER_BUFFER buffers' worth of messages */
   let perMessage = 1;
-  const fetchMax = () => Math.max(1, Math.min(cfg.max_ack_pending, Math.floor(cfg.buffer_size / perMessage)));
+  const fetchMax = () => Math.max(1, Math.min(cfg.max_ack_pending, Math.floor((FETCH_ENTRIES_PER_BUFFER * cfg.buffer_size) / perMessage)));
 
   let started = false;
   let stopping = false;
