@@ -5,7 +5,8 @@ import type { Entry } from '../core/entry.js';
 import { parseLine } from '../core/entry.js';
 import { pluginConfig } from '../core/plugin-config.js';
 import type { PluginSpec } from '../config/spec.js';
-import { LineSplitter } from './file.js';
+import { MULTILINE_FIELDS } from '../lines/multiline.js';
+import { LineSplitter } from '../lines/splitter.js';
 import type { Source, SourceFactory } from './types.js';
 
 /** Longest line kept whole, bytes; longer ones are cut and counted in `truncated_lines`. */
@@ -15,6 +16,7 @@ export const STDIN_SOURCE: PluginSpec = {
   doc: "reads the node's standard input line by line; at most one in the whole configuration; end of input ends the source, not the process",
   fields: {
     raw: { t: 'boolean', def: false, doc: 'take every line as plain text, never parse JSON lines' },
+    multiline: { t: 'table', optional: true, fields: MULTILINE_FIELDS, doc: 'joins the lines of a stack trace (or any group) into one entry; the open one is emitted when input ends' },
   },
 };
 
