@@ -10,6 +10,17 @@ export type ContainerFormat = 'none' | 'cri' | 'docker' | 'auto';
 /** RFC 3339 as runtimes write it: seconds, an optional fraction, `Z` or an offset. */
 const RFC3339 = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?(?:Z|[+-]\d\d:\d\d)$/;
 
+let lastTimeText = '';
+let lastTime = 0;
+/** Epoch ms of a runtime's time text (NaN when it names no time); the last one is remembered, as lines come in runs of one time. */
+function timeOf(text: string): number {
+  if (text !== lastTimeText) {
+    lastTime = Date.parse(text);
+    lastTimeText = text;
+  }
+  return lastTime;
+}
+
 interface Piece {
   readonly stream: Stream;
   readonly partial: boolean;
@@ -31,7 +42,7 @@ export function parseCri(line: string): Piece | undefined {
   const tag = line.charCodeAt(b + 1);
   if ((tag !== 80 && tag !== 70) || (c > b + 2 && line.charCodeAt(b + 2) !== 58)) return undefined;
   const timeText = line.slice(0, a);
-  if (!RFC3339.test(timeText)) return undefined;
+  if (!RFC3339.test(timeText) || Number.isNaN(timeOf(timeText))) return undefined;
   return { stream: streamText, partial: tag === 80, content: line.slice(c + 1), timeText };
 }
 
@@ -46,7 +57,7 @@ export function parseDocker(line: string): Piece | undefined {
   }
   if (typeof obj !== 'object' || obj === null) return undefined;
   const { log, stream, time } = obj as Record<string, unknown>;
-  if (typeof log !== 'string' || (stream !== 'stdout' && stream !== 'stderr') || typeof time !== 'string' || !RFC3339.test(time)) return undefined;
+  if (typeof log !== 'string' || (stream !== 'stdout' && stream !== 'stderr') || typeof time !== 'string' || !RFC3339.test(time) || Number.isNaN(timeOf(time))) return undefined;
   const partial = !log.endsWith('\n');
   return { stream, partial, content: partial ? log : log.slice(0, log.endsWith('\r\n') ? -2 : -1), timeText: time };
 }
@@ -71,16 +82,6 @@ interface Open {
   readonly start: number;
   readonly time: number;
   readonly nanos: string | undefined;
-}
-
-let lastTimeText = '';
-let lastTime = 0;
-function timeOf(text: string): number {
-  if (text !== lastTimeText) {
-    lastTime = Date.parse(text);
-    lastTimeText = text;
-  }
-  return lastTime;
 }
 
 /** Unwraps one file's container lines; `push` a physical line at a time, in file order. */
