@@ -40,13 +40,15 @@ export interface IssuedCertificate {
 
 /**
  * A fresh key and a certificate for `name` signed by the PKI's CA, valid `days` days (as
- * cert-manager issues one on renewal): CN and SANs as deploy/pki.sh gives them.
+ * cert-manager issues one on renewal): CN and SANs as deploy/pki.sh gives them, plus `dnsNames`
+ * (a Certificate's, wildcards included).
  */
-export function issueCertificate(pki: Pki, name: string, days: number): IssuedCertificate {
+export function issueCertificate(pki: Pki, name: string, days: number, dnsNames: readonly string[] = []): IssuedCertificate {
   const work = mkdtempSync(join(tmpdir(), 'logrelay-issue-'));
   try {
     const ext = join(work, 'ext');
-    writeFileSync(ext, `subjectAltName=DNS:${name},DNS:localhost,IP:127.0.0.1,URI:spiffe://logrelay/${name},email:${name}@logrelay.test\nextendedKeyUsage=serverAuth,clientAuth\n`);
+    const extra = dnsNames.filter((d) => d !== name && d !== 'localhost').map((d) => `DNS:${d},`).join('');
+    writeFileSync(ext, `subjectAltName=DNS:${name},${extra}DNS:localhost,IP:127.0.0.1,URI:spiffe://logrelay/${name},email:${name}@logrelay.test\nextendedKeyUsage=serverAuth,clientAuth\n`);
     const key = join(work, 'key');
     const csr = join(work, 'csr');
     const crt = join(work, 'crt');

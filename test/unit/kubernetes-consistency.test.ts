@@ -179,8 +179,13 @@ test('chain sinks dial Services of the manifests, on ports that reach a chain so
       t.true((peerCert?.spec.dnsNames ?? []).some((d) => dnsMatches(d, name)), `${where}: ${name} is a DNS name of ${peerCert?.metadata.name}`);
       t.true(peerCert?.spec.usages?.includes('server auth'), `${peer.name}: its certificate serves`);
       t.true(dialerCert?.spec.usages?.includes('client auth'), `${w.name}: its certificate is a client's`);
-      const allow = (source?.config.auth as { allow?: string[] } | undefined)?.allow ?? [];
-      t.true(allow.includes(dialerCert?.spec.commonName ?? '?'), `${peer.name} allows ${w.name}'s identity ${dialerCert?.spec.commonName}`);
+      // client certificates required, from the CA that signs the dialer's (the ca.crt of its Secret)
+      const peerTls = source?.config.tls as { client_ca_file?: string } | undefined;
+      t.is(peerTls?.client_ca_file?.split('/').pop(), 'ca.crt', `${peer.name}: requires client certificates of the fleet's CA`);
+      const auth = source?.config.auth as { allow?: string[] } | undefined;
+      if (auth) t.true(auth.allow?.includes(dialerCert?.spec.commonName ?? '?'), `${peer.name} allows ${w.name}'s identity ${dialerCert?.spec.commonName}`);
+      // an allow list would stamp the shared tier identity over the edges' node names (§9)
+      else t.is(w.kind, 'DaemonSet', `${peer.name}: only the edges' links go without an allow list`);
       links++;
     }
   }
@@ -189,7 +194,9 @@ test('chain sinks dial Services of the manifests, on ports that reach a chain so
   const hosts = pluginsOf(edge, 'plugin_sinks').map((s) => String(s.config.host));
   t.is(new Set(hosts).size, 2, 'the edge dials two different relays');
   t.true(edge.pipelines.every((p) => p.fanout === 'any'), 'edge: fanout = "any"');
-  t.true(configOf(all.find((w) => w.name === 'collector')!).pipelines.every((p) => p.flow.dedup?.enabled), 'collector: dedup');
+  const collector = configOf(all.find((w) => w.name === 'collector')!);
+  t.true(collector.pipelines.every((p) => p.flow.dedup?.enabled), 'collector: dedup');
+  t.deepEqual((pluginsOf(collector, 'plugin_sources')[0]?.config.auth as { allow?: string[] } | undefined)?.allow, ['relay'], 'the collector admits the relays only');
 });
 
 test('every container: resources, read-only root, no privilege escalation, capabilities dropped, no token, grace period above shutdown_timeout_ms', (t) => {
