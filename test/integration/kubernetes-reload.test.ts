@@ -219,3 +219,38 @@ ${fileSourceToml('app', logs, 'pattern = "*.log"\nfrom = "start"\ncheck_interval
   t.is(await edge.stop(), 0);
   t.is(await collector.stop(), 0);
 });
+
+test.serial('admin endpoint certificate renewal: a Secret volume swap serves new admin connections with the new certificate, without a reload', async (t) => {
+  t.timeout(90_000);
+  const dir = ownedTempDir(t);
+  const pki = makePki(join(dir.path, 'pki'), ['bootstrap']);
+  const ca = readFileSync(pki.ca, 'utf8');
+  const first = issueCertificate(pki, 'collector', 20);
+  const renewed = issueCertificate(pki, 'collector', 90);
+  const volume = atomicVolume(join(dir.path, 'admin-tls'), { 'ca.crt': ca, 'tls.crt': first.cert, 'tls.key': first.key });
+  const adminPort = await freePort();
+  const node = spawnOwnedNode(t, [
+    '-c',
+    dir.file(
+      'node.toml',
+      `auto_reload = true
+shutdown_timeout_ms = 2000
+[admin]
+host = "127.0.0.1"
+port = ${adminPort}
+[admin.tls]
+enabled = true
+cert_file = ${JSON.stringify(volume.path('tls.crt'))}
+key_file = ${JSON.stringify(volume.path('tls.key'))}
+${wordsConfig(3).slice(wordsConfig(3).indexOf('[[pipelines]]'))}`,
+    ),
+  ]);
+  await waitFor(() => linesOf(node, 3) > 0, 'the node runs');
+  // the collector certificate carries 127.0.0.1 and `collector`: servedSerial names the latter
+  t.is(await servedSerial(adminPort, ca, first.cert, first.key), first.serial);
+  volume.update({ 'ca.crt': ca, 'tls.crt': renewed.cert, 'tls.key': renewed.key });
+  await waitFor(() => node.records.some((r) => r.msg === 'Admin endpoint certificates reloaded'), 'the admin endpoint takes the new certificate', 30_000);
+  t.is(await servedSerial(adminPort, ca, first.cert, first.key), renewed.serial, 'a new admin connection gets the new certificate');
+  t.is(reloaded(node), 0, 'the pipelines were not reloaded for it');
+  t.is(await node.stop(), 0);
+});
