@@ -7,7 +7,7 @@ import test from 'ava';
 import { ROOT } from '../helpers/node.js';
 
 const DOCS = join(ROOT, 'docs');
-const PAGES = ['configuration.md', 'counters.md', 'protocol.md', 'operations.md'];
+const PAGES = ['configuration.md', 'counters.md', 'protocol.md', 'operations.md', 'kubernetes.md'];
 const read = (...path: string[]) => readFileSync(join(ROOT, ...path), 'utf8');
 
 test('the README links every page of docs/ and no longer sends operators to a file outside the repository', (t) => {
