@@ -3,7 +3,7 @@
 // stream up to their last piece, the runtime's time kept. Pure and synchronous, one instance per
 // file identity; a line not in the format is passed on as plain text and counted.
 
-import { cutToBytes, type LineCounters, type LogicalLine, type Stream } from './line.js';
+import { cutToBytes, type LineCounters, type LogicalLine, type Resume, type Stream } from './line.js';
 
 export type ContainerFormat = 'none' | 'cri' | 'docker' | 'auto';
 
@@ -89,12 +89,17 @@ export class ContainerLines {
   private format: ContainerFormat;
   private readonly open = new Map<Stream, Open>();
 
+  /** lines already delivered before a restart, to pass over (see Resume); undefined once past them */
+  skip: Resume | undefined;
+
   constructor(
     format: ContainerFormat,
     private readonly maxLineBytes: number,
     private readonly counters: LineCounters,
+    resume?: Resume,
   ) {
     this.format = format;
+    this.skip = resume?.read === undefined ? undefined : resume;
   }
 
   /** The format in use: `auto` until the first line decided it. */
@@ -102,21 +107,31 @@ export class ContainerLines {
     return this.format;
   }
 
-  /** Where the earliest open partial begins, or undefined when none is open. */
-  openStart(): number | undefined {
-    let min: number | undefined;
-    for (const o of this.open.values()) if (min === undefined || o.start < min) min = o.start;
-    return min;
+  /** Adds where each stream's open partial begins to `starts`. */
+  openStarts(starts: Record<string, number>): void {
+    for (const [stream, o] of this.open) starts[stream] = Math.min(starts[stream] ?? o.start, o.start);
+  }
+
+  /** Whether a line of stream `key` was delivered before the restart this reader resumes from. */
+  private delivered(key: string, start: number, end: number): boolean {
+    const skip = this.skip!;
+    if (end > skip.read!) {
+      this.skip = undefined;
+      return false;
+    }
+    const open = skip.streams?.[key];
+    return open === undefined || start < open;
   }
 
   /** Appends to `out` what the physical line `line` (at `start`..`end` in its file) completes. */
   push(line: string, start: number, end: number, out: LogicalLine[]): void {
     if (this.format === 'auto') this.format = parseCri(line) ? 'cri' : parseDocker(line) ? 'docker' : 'none';
     if (this.format === 'none') {
-      out.push({ text: line, start, end, idAt: end });
+      if (this.skip === undefined || !this.delivered('', start, end)) out.push({ text: line, start, end, idAt: end });
       return;
     }
     const piece = this.format === 'cri' ? parseCri(line) : parseDocker(line);
+    if (this.skip !== undefined && this.delivered(piece?.stream ?? '', start, end)) return;
     if (piece === undefined) {
       this.counters.parse_errors++;
       out.push({ text: line, start, end, idAt: end });
