@@ -4,7 +4,7 @@
 // never falls inside an open partial line or entry).
 
 import { ContainerLines, type ContainerFormat } from './container.js';
-import type { LineCounters, LogicalLine } from './line.js';
+import type { LineCounters, LogicalLine, Resume } from './line.js';
 import { MultilineGroups, type MultilineRules } from './multiline.js';
 
 export interface AssemblyOptions {
@@ -19,8 +19,9 @@ export class LineAssembler {
   /** logical lines between the stages, reused */
   private readonly middle: LogicalLine[] = [];
 
-  constructor(opts: AssemblyOptions, counters: LineCounters) {
-    this.container = new ContainerLines(opts.format, opts.maxLineBytes, counters);
+  /** `resume`: where the reader starts again, as a predecessor's `resume()` said */
+  constructor(opts: AssemblyOptions, counters: LineCounters, resume?: Resume) {
+    this.container = new ContainerLines(opts.format, opts.maxLineBytes, counters, resume);
     this.groups = opts.multiline ? new MultilineGroups(opts.multiline, counters) : undefined;
   }
 
@@ -58,11 +59,24 @@ export class LineAssembler {
     this.groups.flush(out);
   }
 
-  /** Where a reader may start again: the start of the earliest open piece, or `readEnd` when nothing is open. */
-  safe(readEnd: number): number {
-    const a = this.container.openStart();
-    const b = this.groups?.openStart();
-    return Math.min(a ?? readEnd, b ?? readEnd, readEnd);
+  /** Where a reader starts again once what was emitted so far is done; `readEnd`: where reading got to. */
+  resume(readEnd: number): Resume {
+    const streams: Record<string, number> = {};
+    this.container.openStarts(streams);
+    this.groups?.openStarts(streams);
+    const skip = this.container.skip;
+    if (skip !== undefined && readEnd <= skip.read!) {
+      // still passing over what a predecessor delivered: up to its `read`, a stream it had open is
+      // delivered up to what is open here now (else up to where it or this reader got), the
+      // others entirely
+      for (const key in skip.streams) streams[key] ??= Math.max(skip.streams[key]!, readEnd);
+      let offset = readEnd;
+      for (const key in streams) offset = Math.min(offset, streams[key]!);
+      return { offset, read: skip.read!, streams };
+    }
+    let offset = readEnd;
+    for (const key in streams) offset = Math.min(offset, streams[key]!);
+    return offset === readEnd ? { offset } : { offset, read: readEnd, streams };
   }
 
   private group(now: number, out: LogicalLine[]): void {

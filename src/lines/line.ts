@@ -22,6 +22,18 @@ export interface LogicalLine {
   readonly nanos?: string;
 }
 
+/**
+ * Where a reader of a file starts again so that nothing open is cut and nothing delivered is
+ * sent twice (DESIGN.md §15, §21): from `offset` (the start of the earliest open partial line or
+ * entry); when something was open, lines up to `read` were delivered, except those of a stream
+ * (`stdout`, `stderr`, `""` for plain lines) at or after its own open start in `streams`.
+ */
+export interface Resume {
+  readonly offset: number;
+  readonly read?: number;
+  readonly streams?: Readonly<Record<string, number>>;
+}
+
 /** Counters the line-assembly stages add to their source's (DESIGN.md §21). */
 export interface LineCounters {
   parse_errors: number;

@@ -134,11 +134,14 @@ export class MultilineGroups {
     private readonly counters: LineCounters,
   ) {}
 
-  /** Where the earliest open entry begins, or undefined when none is open. */
-  openStart(): number | undefined {
-    let min: number | undefined;
-    for (const g of this.open.values()) if (min === undefined || g.first.start < min) min = g.first.start;
-    return min;
+  /** Adds where each stream's open entry begins to `starts`. */
+  openStarts(starts: Record<string, number>): void {
+    for (const [key, g] of this.open) starts[key] = Math.min(starts[key] ?? g.first.start, g.first.start);
+  }
+
+  /** Whether an entry is open. */
+  get isOpen(): boolean {
+    return this.open.size > 0;
   }
 
   /** When the earliest open entry times out (epoch ms), or undefined when none is open. */

@@ -14,7 +14,7 @@ import { errorMessage } from '../core/errors.js';
 import { LineAssembler } from '../lines/assembler.js';
 import { entryOf } from '../lines/entries.js';
 import { containerLinkMeta, type KubernetesMeta, podLogMeta } from '../lines/kubernetes.js';
-import type { LineCounters, LogicalLine } from '../lines/line.js';
+import type { LineCounters, LogicalLine, Resume } from '../lines/line.js';
 import { LineSplitter } from '../lines/splitter.js';
 import { fileSourceConfig } from './file-config.js';
 import { DirectoryWatchers, directoryFinder, fileInode, findInDirectory, globFinder, statPath } from './file-discovery.js';
@@ -55,10 +55,10 @@ interface Tail {
   lineStart: number;
   /** next byte to read */
   offset: number;
-  /** the acknowledged position (DESIGN.md §15): every line before it is done */
-  acked: number;
-  /** the emitted batches' ends, completed as their entries are done */
-  readonly order: InOrder<number>;
+  /** the acknowledged position (DESIGN.md §15): every line before it is done (and what past it is, when something is open) */
+  acked: Resume;
+  /** the emitted batches' positions, completed as their entries are done */
+  readonly order: InOrder<Resume>;
   /** size at the last stat, for `lag_bytes` */
   size: number;
   /** truncations seen for this file; part of its lines' ids */
@@ -136,9 +136,9 @@ export const createFileSource: SourceFactory = (plugin, ctx): Source => {
     run();
   });
 
-  /** Hands a batch of `tail`'s entries to the flow; its acknowledged position moves to `safe` once they are done. */
-  const emitBatch = (tail: Tail, batch: Entry[], safe: number) => {
-    const done = tail.order.add(safe);
+  /** Hands a batch of `tail`'s entries to the flow; its acknowledged position moves to `mark` once they are done. */
+  const emitBatch = (tail: Tail, batch: Entry[], mark: Resume) => {
+    const done = tail.order.add(mark);
     if (batch.length === 0) {
       done();
       return;
@@ -155,20 +155,20 @@ export const createFileSource: SourceFactory = (plugin, ctx): Source => {
       const out: LogicalLine[] = [];
       tail.assembler.push(lines, ends, tail.lineStart, now, out);
       if (ends.length > 0) tail.lineStart = ends[ends.length - 1]!;
-      emitLogical(tail, out, tail.assembler.safe(readEnd), now);
+      emitLogical(tail, out, tail.assembler.resume(readEnd), now);
       return;
     }
     const batch: Entry[] = new Array(lines.length);
     for (let i = 0; i < lines.length; i++) batch[i] = parseLine(lines[i]!, tail.name, now, cfg.raw);
     if (ctx.idNode !== undefined) for (let i = 0; i < batch.length; i++) batch[i]!.id = tail.idPrefix + ends[i]!.toString(36);
-    emitBatch(tail, batch, readEnd);
+    emitBatch(tail, batch, { offset: readEnd });
   };
 
-  const emitLogical = (tail: Tail, out: LogicalLine[], safe: number, now: number) => {
+  const emitLogical = (tail: Tail, out: LogicalLine[], mark: Resume, now: number) => {
     const batch: Entry[] = new Array(out.length);
     for (let i = 0; i < out.length; i++) batch[i] = entryOf(out[i]!, tail.source, now, cfg.raw, tail.k8s);
     if (ctx.idNode !== undefined) for (let i = 0; i < batch.length; i++) batch[i]!.id = tail.idPrefix + out[i]!.idAt.toString(36);
-    emitBatch(tail, batch, safe);
+    emitBatch(tail, batch, mark);
   };
 
   const fileIdPrefix = (dev: number, inode: number, truncations: number) =>
@@ -192,11 +192,11 @@ export const createFileSource: SourceFactory = (plugin, ctx): Source => {
     const now = Date.now();
     const logical: LogicalLine[] = [];
     tail.assembler.flush(tail.offset, now, logical);
-    if (logical.length > 0) emitLogical(tail, logical, tail.assembler.safe(tail.offset), now);
+    if (logical.length > 0) emitLogical(tail, logical, tail.assembler.resume(tail.offset), now);
   };
 
   /** Whether `tail` holds anything open that its successor's first bytes must come after. */
-  const holdsOpen = (tail: Tail) => tail.lines.pendingBytes > 0 || (tail.assembler !== undefined && tail.assembler.safe(tail.offset) < tail.offset);
+  const holdsOpen = (tail: Tail) => tail.lines.pendingBytes > 0 || (tail.assembler !== undefined && tail.assembler.resume(tail.offset).offset < tail.offset);
 
   /** Emits the multiline entries of `tail` quiet for `timeout_ms`. */
   const expireTail = (tail: Tail) => {
@@ -205,7 +205,7 @@ export const createFileSource: SourceFactory = (plugin, ctx): Source => {
     if (due === undefined || due > now) return;
     const out: LogicalLine[] = [];
     tail.assembler!.expire(now, out);
-    emitLogical(tail, out, tail.assembler!.safe(tail.offset - tail.lines.pendingBytes), now);
+    emitLogical(tail, out, tail.assembler!.resume(tail.offset - tail.lines.pendingBytes), now);
   };
 
   /** Reads `tail` up to its current end (or until paused/stopped); returns false when paused. */
@@ -216,7 +216,7 @@ export const createFileSource: SourceFactory = (plugin, ctx): Source => {
       counters.truncations++;
       flushTail(tail);
       tail.offset = 0;
-      tail.acked = 0;
+      tail.acked = { offset: 0 };
       tail.lineStart = 0;
       tail.lines.at(0);
       tail.truncations++;
@@ -291,9 +291,14 @@ export const createFileSource: SourceFactory = (plugin, ctx): Source => {
   const tailOpened = async (fh: FileHandle, path: string, inode: number, offset: number, rotatedFrom?: string, resumed?: Resumed): Promise<Tail | undefined> => {
     const st = await fh.stat();
     let truncations = 0;
+    /** what a predecessor had open at its position: delivered lines past it are passed over */
+    let resume: Resume = { offset };
     if (resumed && st.ino === inode) {
       const known = (resumed.pos.dev === undefined || resumed.pos.dev === st.dev) && (await sameContent(fh, st.size, resumed.pos));
-      if (known) truncations = resumed.pos.truncations ?? 0;
+      if (known) {
+        truncations = resumed.pos.truncations ?? 0;
+        if (resumed.pos.read !== undefined && resumed.pos.offset === offset) resume = { offset, read: resumed.pos.read, streams: resumed.pos.streams ?? {} };
+      }
       else if (rotatedFrom !== undefined) {
         await fh.close();
         return undefined;
@@ -316,6 +321,7 @@ export const createFileSource: SourceFactory = (plugin, ctx): Source => {
       }
     }
     if (offset > st.size) offset = 0;
+    if (offset !== resume.offset) resume = { offset };
     const lines = new LineSplitter(cfg.max_line_bytes);
     // Reading never starts inside a line: there, the head was had before (a predecessor cutting an
     // over-long line reports the cut point) or was there before the start (from = "end").
@@ -335,10 +341,10 @@ export const createFileSource: SourceFactory = (plugin, ctx): Source => {
       dev: st.dev,
       fh,
       lines,
-      assembler: assembles ? new LineAssembler({ format: cfg.container_format, maxLineBytes: cfg.max_line_bytes, multiline }, counters) : undefined,
+      assembler: assembles ? new LineAssembler({ format: cfg.container_format, maxLineBytes: cfg.max_line_bytes, multiline }, counters, resume) : undefined,
       lineStart: offset,
       offset,
-      acked: offset,
+      acked: resume,
       order: new InOrder((end) => {
         tail.acked = end;
         if (tail.order.outstanding === 0) finishing.delete(tail);
@@ -499,7 +505,7 @@ export const createFileSource: SourceFactory = (plugin, ctx): Source => {
 
   const updateLag = () => {
     let lag = 0;
-    for (const tail of tails.values()) lag += Math.max(0, tail.size - tail.acked);
+    for (const tail of tails.values()) lag += Math.max(0, tail.size - tail.acked.offset);
     counters.lag_bytes = lag;
   };
 
@@ -591,10 +597,11 @@ export const createFileSource: SourceFactory = (plugin, ctx): Source => {
         if (tail.detached && out[path]) continue;
         const pos: FilePosition = {
           inode: tail.inode,
-          offset: tail.acked,
+          offset: tail.acked.offset,
           dev: tail.dev,
           truncations: tail.truncations,
           fingerprint: tail.fingerprint,
+          ...(tail.acked.read === undefined ? {} : { read: tail.acked.read, streams: tail.acked.streams }),
         };
         // a finishing file (closed, last lines not yet done) is handed over as a rotated one: a successor reads it to its end
         out[path] = (tail.detached && !tail.deleted) || finishing.has(tail) ? { ...pos, rotated: true } : pos;

@@ -30,7 +30,7 @@ function assemble(text: string, opts: { format?: 'none' | 'cri' | 'docker' | 'au
   }
   const out: LogicalLine[] = [];
   a.push(lines, ends, 0, 0, out);
-  const safe = a.safe(at);
+  const safe = a.resume(at).offset;
   if (flush) a.flush(at, 0, out);
   return { out, counters, safe, assembler: a };
 }
@@ -232,7 +232,9 @@ test('an entry quiet for timeout_ms is emitted and counted; the safe position wa
   const out: LogicalLine[] = [];
   g.push({ text: 'Exception', start: 0, end: 10, idAt: 10 }, 1000, out);
   g.push({ text: '\tat x', start: 10, end: 16, idAt: 16 }, 1100, out);
-  t.is(g.openStart(), 0);
+  const starts: Record<string, number> = {};
+  g.openStarts(starts);
+  t.deepEqual(starts, { '': 0 });
   t.is(g.nextTimeout(), 1600);
   g.expire(1599, out);
   t.is(out.length, 0);
@@ -242,7 +244,7 @@ test('an entry quiet for timeout_ms is emitted and counted; the safe position wa
     [['Exception\n\tat x', 0, 16, 10]],
   );
   t.is(counters.multiline_timeouts, 1);
-  t.is(g.openStart(), undefined);
+  t.false(g.isOpen);
 });
 
 test('a pattern that does not compile names its key; a table that is neither a preset nor patterns with a mode is refused', (t) => {
@@ -263,5 +265,7 @@ test('ContainerLines keeps partial state per stream: an F of the other stream do
     out.map((l) => l.text),
     ['b'],
   );
-  t.is(c.openStart(), 0);
+  const starts: Record<string, number> = {};
+  c.openStarts(starts);
+  t.deepEqual(starts, { stdout: 0 });
 });
