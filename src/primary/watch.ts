@@ -3,7 +3,7 @@
 // and calls back with the files whose content changed, after a quiet period.
 
 import { createHash } from 'node:crypto';
-import { type FSWatcher, readFileSync, watch } from 'node:fs';
+import { type FSWatcher, readFileSync, realpathSync, watch } from 'node:fs';
 import { basename, dirname, resolve } from 'node:path';
 import type { Config } from '../config/schema.js';
 
@@ -56,6 +56,15 @@ function fingerprint(path: string): string {
   }
 }
 
+/** The directory `dir` resolves to now through its links; itself when it cannot be resolved. */
+function realOf(dir: string): string {
+  try {
+    return realpathSync(dir);
+  } catch {
+    return dir;
+  }
+}
+
 export interface FileWatch {
   /**
    * Watches exactly `paths` from now on. A path watched before keeps the content it was last
@@ -75,7 +84,8 @@ export interface FileWatch {
  */
 export function createFileWatch(onChange: (changed: readonly string[]) => void, onError: (err: unknown) => void): FileWatch {
   const seen = new Map<string, string>();
-  const watchers = new Map<string, FSWatcher>();
+  /** per directory watched, its watcher and the real directory it was opened on */
+  const watchers = new Map<string, { watcher: FSWatcher; real: string }>();
   /** per directory, the base names watched in it */
   const names = new Map<string, Set<string>>();
   let timer: NodeJS.Timeout | undefined;
@@ -84,6 +94,14 @@ export function createFileWatch(onChange: (changed: readonly string[]) => void, 
   const check = () => {
     timer = undefined;
     if (stopped) return;
+    // A directory reached through a `..data` link (a projected item at `certs/tls.crt`) now
+    // resolves to the new payload: the old watch went with the removed one.
+    for (const [dir, w] of watchers) {
+      if (realOf(dir) === w.real) continue;
+      w.watcher.close();
+      watchers.delete(dir);
+      if (!open(dir)) return;
+    }
     const changed: string[] = [];
     for (const [path, before] of seen) {
       const now = fingerprint(path);
@@ -102,13 +120,28 @@ export function createFileWatch(onChange: (changed: readonly string[]) => void, 
     stopped = true;
     if (timer) clearTimeout(timer);
     timer = undefined;
-    for (const w of watchers.values()) w.close();
+    for (const w of watchers.values()) w.watcher.close();
     watchers.clear();
   };
   const fail = (err: unknown) => {
     if (stopped) return;
     stop();
     onError(err);
+  };
+  /** Watches `dir`; false when it cannot (then the whole watch has failed). */
+  const open = (dir: string): boolean => {
+    let watcher: FSWatcher;
+    try {
+      watcher = watch(dir, (_event, changed) => {
+        if (changed === null || changed.startsWith('..') || names.get(dir)?.has(changed)) schedule();
+      });
+    } catch (err) {
+      fail(err);
+      return false;
+    }
+    watcher.once('error', fail);
+    watchers.set(dir, { watcher, real: realOf(dir) });
+    return true;
   };
 
   return {
@@ -125,23 +158,10 @@ export function createFileWatch(onChange: (changed: readonly string[]) => void, 
       }
       for (const [dir, w] of watchers) {
         if (names.has(dir)) continue;
-        w.close();
+        w.watcher.close();
         watchers.delete(dir);
       }
-      for (const dir of names.keys()) {
-        if (watchers.has(dir)) continue;
-        let w: FSWatcher;
-        try {
-          w = watch(dir, (_event, changed) => {
-            if (changed === null || changed.startsWith('..') || names.get(dir)?.has(changed)) schedule();
-          });
-        } catch (err) {
-          fail(err);
-          return;
-        }
-        w.once('error', fail);
-        watchers.set(dir, w);
-      }
+      for (const dir of names.keys()) if (!watchers.has(dir) && !open(dir)) return;
       // what changed between the last look and this one
       schedule();
     },

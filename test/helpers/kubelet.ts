@@ -5,13 +5,13 @@
 // runtime do.
 
 import { appendFileSync, existsSync, lstatSync, mkdirSync, readFileSync, readlinkSync, renameSync, rmSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 
 export interface AtomicVolume {
   /** the mount point */
   readonly dir: string;
-  /** the path a container sees for `name` (a link to `..data/<name>`) */
+  /** the path a container sees for `name` (through a link to `..data/<top level of name>`) */
   path(name: string): string;
   /** Replaces the whole payload at once, as kubelet does when the ConfigMap or Secret changes. */
   update(files: Readonly<Record<string, string | Buffer>>): void;
@@ -34,13 +34,17 @@ export function atomicVolume(dir: string, files: Readonly<Record<string, string 
     const old = existsSync(data) ? readlinkSync(data) : undefined;
     const fresh = payloadName();
     mkdirSync(join(dir, fresh));
-    for (const [name, content] of Object.entries(payload)) writeFileSync(join(dir, fresh, name), content);
+    for (const [name, content] of Object.entries(payload)) {
+      mkdirSync(dirname(join(dir, fresh, name)), { recursive: true });
+      writeFileSync(join(dir, fresh, name), content);
+    }
     const tmp = join(dir, '..data_tmp');
     symlinkSync(fresh, tmp);
     renameSync(tmp, data);
-    for (const name of Object.keys(payload)) {
-      const visible = join(dir, name);
-      if (!lstatExists(visible)) symlinkSync(join('..data', name), visible);
+    // the visible names are the payload's top level: an item `certs/tls.crt` is seen through `certs`
+    for (const top of new Set(Object.keys(payload).map((name) => name.split('/')[0]!))) {
+      const visible = join(dir, top);
+      if (!lstatExists(visible)) symlinkSync(join('..data', top), visible);
     }
     if (old) rmSync(join(dir, old), { recursive: true, force: true });
   };

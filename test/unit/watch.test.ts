@@ -107,3 +107,17 @@ test('a watch on a directory that does not exist calls onError once and stops', 
   watch.setFiles(['/another-nonexistent/x']);
   t.is(errors.length, 1, 'stopped: no second report');
 });
+
+test('an item in a subdirectory of the volume (`certs` -> `..data/certs`) is followed over several swaps', async (t) => {
+  const dir = ownedTempDir(t);
+  const volume = atomicVolume(join(dir.path, 'secret'), { 'certs/tls.crt': 'one' });
+  const crt = volume.path('certs/tls.crt');
+  const { watch, reports, errors } = watching(t);
+  watch.setFiles([crt]);
+  for (const [i, content] of ['two', 'three', 'four'].entries()) {
+    volume.update({ 'certs/tls.crt': content });
+    await waitFor(() => reports.length > i, `swap ${i + 1} reported`);
+    t.deepEqual(reports[i], [crt]);
+  }
+  t.deepEqual(errors, []);
+});
