@@ -59,6 +59,14 @@ test.serial('every ConfigMap configuration passes `logrelay check` with the envi
     t.is(code, 0, `${w.name}: ${check.errText.join('\n')}`);
     t.regex(check.out.join('\n'), /^configuration ok: 1 pipeline$/, w.name);
   }
+  // the multiline preset the edge leaves commented is valid once uncommented
+  const edge = workload('logrelay-edge');
+  const config = join(dir.path, edge.name, configPathOf(edge));
+  const text = readFileSync(config, 'utf8');
+  const uncommented = text.replace(/^# (\[pipelines\.plugin_sources\.config\.multiline\])\n# (preset = .*)$/m, '$1\n$2');
+  t.not(uncommented, text, 'the commented multiline table is found');
+  const check = spawnOwnedNode(t, ['check', '-c', dir.file('edge-multiline.toml', uncommented)], { env: envOf(edge) });
+  t.is((await check.finish('check of the edge with multiline')).code, 0, check.errText.join('\n'));
 });
 
 interface LocalPod {
