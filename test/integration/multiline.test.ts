@@ -158,3 +158,21 @@ ${chainSinkToml('to', 'tcp_chain', port, 'edge', `${QUICK_BACKOFF}on_full = "blo
   t.deepEqual([...counts.keys()].filter((m) => !want.has(m)), [], 'no group in parts');
   t.deepEqual([...want].filter((m) => counts.get(m) !== 1), [], 'every entry exactly once');
 });
+
+test.serial('bad input: a pattern that does not compile fails check naming its key (78); a group that never ends is split at max_lines, no line lost', async (t) => {
+  const root = ownedTempDir(t);
+  const bad = spawnOwnedNode(t, ['check', '-c', root.file('bad.toml', groupPipeline(root.path, GROUPS.replace('"^END"', '"^(END"')))]);
+  t.is((await bad.finish('check')).code, 78);
+  t.regex(bad.errText.join('\n'), /failed to create source f: multiline\.condition_pattern: not a valid regular expression/);
+
+  const body = Array.from({ length: 1100 }, (_, i) => ` line ${i}`);
+  writeFileSync(join(root.path, 'app.log'), `BEGIN never ends\n${body.join('\n')}\n`);
+  const node = startNodeInDir(t, root, groupPipeline(root.path, GROUPS.replace('timeout_ms = 600000', 'timeout_ms = 500\nmax_lines = 500')));
+  await waitFor(() => messages(node.out).join('\n').split('\n').length === 1101, 'every line, in entries', 30_000);
+  t.deepEqual(
+    messages(node.out).map((m) => m.split('\n').length),
+    [500, 500, 101],
+  );
+  t.is(messages(node.out).join('\n'), `BEGIN never ends\n${body.join('\n')}`);
+  await waitFor(() => latestCounter(node, 'p', 'sources.f.multiline_splits') === 2, 'two splits counted');
+});

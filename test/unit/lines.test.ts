@@ -3,12 +3,14 @@
 // bounds, timeouts, and the position a reader may start again from.
 
 import test from 'ava';
+import type { PluginConfig } from '../../src/config/schema.js';
 import { LineAssembler } from '../../src/lines/assembler.js';
 import { ContainerLines, parseCri, parseDocker } from '../../src/lines/container.js';
 import { entryOf } from '../../src/lines/entries.js';
 import { containerLinkMeta, podLogMeta } from '../../src/lines/kubernetes.js';
 import type { LineCounters, LogicalLine } from '../../src/lines/line.js';
 import { type MultilineConfig, MultilineGroups, multilineRules } from '../../src/lines/multiline.js';
+import { fileSourceConfig } from '../../src/sources/file-config.js';
 
 const zero = (): LineCounters => ({ parse_errors: 0, truncated_lines: 0, multiline_entries: 0, multiline_splits: 0, multiline_timeouts: 0 });
 const T = '2026-11-25T10:45:00.123456789Z';
@@ -268,4 +270,25 @@ test('ContainerLines keeps partial state per stream: an F of the other stream do
   const starts: Record<string, number> = {};
   c.openStarts(starts);
   t.deepEqual(starts, { stdout: 0 });
+});
+
+test('file source config: exactly one path form, absolute globs, pattern only with directory, multiline faults named', (t) => {
+  const config = (c: Record<string, unknown>) => () => fileSourceConfig({ id: 'pods', type: 'file', config: c } as unknown as PluginConfig);
+  t.throws(config({}), { message: 'failed to create source pods: directory: set exactly one of `directory` (with `pattern`) and `include`' });
+  t.throws(config({ directory: '/var/log', include: ['/var/log/pods/**/*.log'] }), { message: /^failed to create source pods: include: set exactly one/ });
+  t.throws(config({ include: ['pods/*.log'] }), { message: /include\[0\]: must be an absolute path/ });
+  t.throws(config({ include: ['/var/log/pods/*/*/*.log'], pattern: '*.log' }), { message: /pattern: only with `directory`/ });
+  t.throws(config({ directory: '/var/log', container_format: 'containerd' }), { message: /container_format: must be one of "none", "cri", "docker", "auto"/ });
+  t.throws(config({ directory: '/var/log', multiline: { condition_pattern: '(unclosed', mode: 'halt_before' } }), { message: /^failed to create source pods: multiline\.condition_pattern: not a valid regular expression/ });
+  t.throws(config({ directory: '/var/log', multiline: { preset: 'cobol' } }), { message: /multiline\.preset: must be one of "java", "python", "go"/ });
+  const { cfg, multiline } = fileSourceConfig({ id: 'pods', type: 'file', config: { include: ['/var/log/pods/*/*/*.log'], multiline: { preset: 'go' } } } as unknown as PluginConfig);
+  t.deepEqual(cfg.exclude, ['**/*.gz', '**/*.tmp']);
+  t.is(multiline?.maxBytes, cfg.max_line_bytes, 'max_bytes defaults to max_line_bytes');
+});
+
+test('the hand-read CRI time agrees with Date.parse, and refuses what Date.parse refuses', (t) => {
+  for (const time of ['2026-11-25T10:45:00.123456789Z', '2026-11-25T10:45:00Z', '2026-11-25T10:45:00.5+02:00', '2026-11-25T10:45:00.12-01:30', '2024-02-29T23:59:59.999Z']) {
+    t.is(parseCri(`${time} stdout F x`)?.time, Date.parse(time), time);
+  }
+  for (const time of ['2026-02-30T10:45:00Z', '2026-11-25T24:00:00Z', '2026-11-25T10:60:00Z', '2026-00-25T10:45:00Z']) t.is(parseCri(`${time} stdout F x`), undefined, time);
 });
