@@ -12,7 +12,7 @@
 import { mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import test from 'ava';
-import { adminRequest } from '../helpers/admin.js';
+import { adminRequest, adminStatus } from '../helpers/admin.js';
 import { atomicVolume, ContainerLog } from '../helpers/kubelet.js';
 import { buildKustomization, configPathOf, envOf, type K8sObject, rerooted, type Workload, workloads } from '../helpers/kubernetes.js';
 import { freePort, ownedTempDir, type RunningNode, sleep, spawnNode, spawnOwnedNode, waitFor } from '../helpers/node.js';
@@ -180,9 +180,22 @@ test.serial('the edge ConfigMap reads a synthetic /var/log/pods tree with kubele
     }
   };
   for (let r = 0; r < 5; r++) round();
-  const edgeNode = await start(edge);
+  let edgeNode = await start(edge);
+  const archive = join(collector.root, 'var', 'lib', 'logrelay', 'archive');
+  const missing = (total: number) => {
+    const { counts } = archived(archive);
+    const out: number[] = [];
+    for (let i = 0; i < total; i++) if (!counts.has(lineText(i))) out.push(i);
+    return out;
+  };
+  const allArchived = (total: number) =>
+    waitFor(() => missing(total).length === 0, `all ${total} lines in the collector's archive`, 60_000).catch((err: unknown) => {
+      t.log(`missing ${missing(total).length}: ${missing(total).slice(0, 20).join(', ')}`);
+      throw err;
+    });
 
   const rotated: string[] = [];
+  let restartedAt = 0;
   for (let r = 0; r < 30; r++) {
     round();
     if (r === 8 || r === 18) rotated.push(containers[0]!.rotate());
@@ -190,20 +203,27 @@ test.serial('the edge ConfigMap reads a synthetic /var/log/pods tree with kubele
     if (r === 14) containers[1]!.restarted();
     // kubelet compresses a rotated file later (the .gz written, the plain one deleted)
     if (r === 14 || r === 24) ContainerLog.compress(rotated.shift()!);
+    if (r === 16) {
+      // The edge pod is replaced (an update, a deletion): its successor on the node resumes from
+      // the positions in the hostPath data_dir instead of reading the node's logs again.
+      await allArchived(next);
+      t.is(await edgeNode.stop(20_000), 0, 'the old edge pod stops with 0');
+      running.splice(running.findIndex((x) => x.node === edgeNode), 1);
+      restartedAt = next;
+      edgeNode = await start(edge);
+    }
     await sleep(100);
   }
   const total = next;
-  const archive = join(collector.root, 'var', 'lib', 'logrelay', 'archive');
-  const missing = () => {
-    const { counts } = archived(archive);
-    const out: number[] = [];
-    for (let i = 0; i < total; i++) if (!counts.has(lineText(i))) out.push(i);
-    return out;
-  };
-  await waitFor(() => missing().length === 0, `all ${total} lines in the collector's archive`, 60_000).catch((err: unknown) => {
-    t.log(`missing ${missing().length}: ${missing().slice(0, 20).join(', ')}`);
-    throw err;
-  });
+  await allArchived(total);
+  // each numbered line is one entry (the split ones joined): the successor read what came after it only
+  const readBySuccessor = async () => (await adminStatus(edge.adminPort)).pipelines.containers?.counters.sources.pods?.total_entries;
+  await waitFor(async () => (await readBySuccessor()) === total - restartedAt, `the successor edge read the ${total - restartedAt} entries written after it started`, 15_000).catch(
+    async (err: unknown) => {
+      t.log(`the successor read ${await readBySuccessor()} entries`);
+      throw err;
+    },
+  );
   const { counts, entries } = archived(archive);
   t.deepEqual(
     [...counts].filter(([, n]) => n > 1),
