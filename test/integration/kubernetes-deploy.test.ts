@@ -4,8 +4,9 @@
 // there; certificates come from a test CA with the names of the manifests' Certificates.
 // Point 2: every ConfigMap passes `logrelay check` with the pod's environment.
 // Point 3: the edge's configuration reads a synthetic /var/log/pods tree (CRI and docker
-// json-file, split lines, kubelet rotation, gzip, a container restart) and the relays and the
-// collector run from theirs: every line reaches the collector's archive exactly once.
+// json-file, split lines, kubelet rotation, gzip, a container restart, the edge pod replaced and
+// resuming from its hostPath data_dir) and the relays and the collector run from theirs: every
+// line reaches the collector's archive exactly once.
 // Both need the file source keys of DESIGN.md §21 (include, container_format,
 // kubernetes_metadata), which came with the merge of branch wip-lines.
 
