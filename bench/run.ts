@@ -1,6 +1,8 @@
 // Throughput bench: file → raw → null, file → json → null and file → raw → file over 1,000,000
 // lines of 200 bytes, each through a real node (bin/logrelay.js as a child process), against a
-// bare-Node baseline measured in the same run. Prints a table. Bounded: every step has a deadline.
+// bare-Node baseline measured in the same run; beside them the line-assembly stages (DESIGN.md
+// §21): the same lines as CRI container lines, and Java stack traces joined by the multiline
+// preset. Prints a table. Bounded: every step has a deadline.
 //
 // Timing: the node is started on an empty directory; the prepared input is renamed into it (t0),
 // so discovery (check_interval_ms = 10) and the whole read are inside the measurement. The run
@@ -14,7 +16,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { fileSinkToml, fileSourceToml, sinkToml } from '../test/helpers/toml.js';
-import { writeInput } from './input.js';
+import { writeCriInput, writeInput, writeJavaInput, JAVA_TRACE_LINES } from './input.js';
 import { bytesRead, childPids, peakRss } from './proc.js';
 import { markdownTable } from './report.js';
 
@@ -32,20 +34,38 @@ const MiB = 1024 * 1024;
 type Format = 'raw' | 'json';
 type SinkKind = 'null' | 'file';
 
+type InputKind = 'plain' | 'cri' | 'java';
+
 interface Scenario {
   readonly title: string;
   readonly format: Format;
   readonly sink: SinkKind;
   /** pipelines side by side, each on its own copy of the input (one worker each) */
   readonly pipelines?: 2;
+  /** the input's kind (default plain lines) and the file source's extra config lines for it */
+  readonly input?: InputKind;
+  readonly source?: string;
 }
 
-const SCENARIOS: readonly Scenario[] = [
+const ALL_SCENARIOS: readonly Scenario[] = [
   { title: 'file → raw → null', format: 'raw', sink: 'null' },
   { title: 'file → json → null', format: 'json', sink: 'null' },
   { title: 'file → raw → file', format: 'raw', sink: 'file' },
   { title: 'two pipelines: file → raw → null, each', format: 'raw', sink: 'null', pipelines: 2 },
+  { title: 'CRI file → json → null', format: 'json', sink: 'null', input: 'cri', source: 'container_format = "cri"' },
+  { title: `java traces (${JAVA_TRACE_LINES} lines each) → json → null`, format: 'json', sink: 'null', input: 'java', source: 'multiline = { preset = "java" }' },
 ];
+
+/** BENCH_ONLY: run only the scenarios whose title contains one of these comma-separated words */
+const ONLY = (process.env.BENCH_ONLY ?? '').split(',').filter(Boolean);
+const SCENARIOS = ONLY.length === 0 ? ALL_SCENARIOS : ALL_SCENARIOS.filter((sc) => ONLY.some((w) => sc.title.includes(w)));
+
+/** An input file of one kind: where it is, its size, and the entries it makes. */
+interface Input {
+  readonly path: string;
+  readonly bytes: number;
+  readonly entries: number;
+}
 
 interface Result {
   readonly title: string;
@@ -67,13 +87,13 @@ async function until<T>(check: () => T, what: string, timeoutMs: number, everyMs
   }
 }
 
-function pipelineToml(name: string, watch: string, format: Format, sink: SinkKind, outDir: string): string {
+function pipelineToml(name: string, watch: string, format: Format, sink: SinkKind, outDir: string, source = ''): string {
   const sinkTable = sink === 'null' ? sinkToml('out', 'null') : fileSinkToml('out', outDir, 'max_size_mb = 10000\non_full = "block"');
   return `[[pipelines]]
 name = "${name}"
 [pipelines.flow.format]
 type = "${format}"
-${fileSourceToml('in', watch, 'from = "start"\ncheck_interval_ms = 10')}${sinkTable}`;
+${fileSourceToml('in', watch, `from = "start"\ncheck_interval_ms = 10\n${source}`)}${sinkTable}`;
 }
 
 interface RunningNode {
@@ -122,7 +142,7 @@ async function runScenario(sc: Scenario, inputs: readonly string[], inputBytes: 
   const outDir = join(dir, 'out');
   for (const w of watches) mkdirSync(w);
   const configPath = join(dir, 'bench.toml');
-  writeFileSync(configPath, `status_interval_ms = 1000\n${names.map((n, i) => pipelineToml(n, watches[i]!, sc.format, sc.sink, outDir)).join('\n')}`);
+  writeFileSync(configPath, `status_interval_ms = 1000\n${names.map((n, i) => pipelineToml(n, watches[i]!, sc.format, sc.sink, outDir, sc.source)).join('\n')}`);
   const node = startNode(configPath);
   const moved: [string, string][] = [];
   try {
@@ -213,8 +233,13 @@ function medianResult(runs: readonly Result[]): Result {
 
 function table(results: readonly Result[], inputBytes: number, baseNull: Result, baseFile: Result, baseJson: Result): string {
   const head = ['scenario', 'entries', 'seconds', 'entries/s', 'MiB/s', 'peak RSS MiB', 'vs bare Node', 'note'];
+  const plainJson = results.find((r) => r.title === 'file → json → null');
   const rows = results.map((r) => {
     const rate = r.entries / (r.ms / 1000);
+    const assembled = SCENARIOS.find((sc) => sc.title === r.title)?.input;
+    const lineRate = assembled === 'java' ? rate * JAVA_TRACE_LINES : rate;
+    const vsPlain =
+      assembled && plainJson ? `; ${((lineRate / (plainJson.entries / (plainJson.ms / 1000))) * 100).toFixed(0)} % of file → json → null in lines/s (${Math.round(lineRate).toLocaleString('en-US')} lines/s)` : '';
     const base = r.title.endsWith('file') ? baseFile : r.title.includes('json') ? baseJson : baseNull;
     const baseRate = base.entries / (base.ms / 1000);
     return [
@@ -222,10 +247,11 @@ function table(results: readonly Result[], inputBytes: number, baseNull: Result,
       String(r.entries),
       (r.ms / 1000).toFixed(2),
       Math.round(rate).toLocaleString('en-US'),
-      (((inputBytes / LINES) * r.entries) / MiB / (r.ms / 1000)).toFixed(1),
+      // in plain lines' bytes (a CRI line carries its prefix on top)
+      (((inputBytes / LINES) * (lineRate / rate) * r.entries) / MiB / (r.ms / 1000)).toFixed(1),
       (r.peakRss / MiB).toFixed(1),
       r === base ? '100 %' : `${((rate / baseRate) * 100).toFixed(0)} % of ${base.title}`,
-      r.note,
+      r.note + vsPlain,
     ];
   });
   return markdownTable(head, rows);
@@ -242,6 +268,12 @@ async function main(): Promise<void> {
     runBaseline(input, '/dev/null');
     const second = join(work, 'input-2.log');
     copyFileSync(input, second);
+    const cri = join(work, 'cri.log');
+    const java = join(work, 'java.log');
+    const kinds: Record<'cri' | 'java', Input> = {
+      cri: { path: cri, bytes: writeCriInput(cri, LINES, LINE_BYTES), entries: LINES },
+      java: { path: java, bytes: writeJavaInput(java, LINES, LINE_BYTES), entries: LINES / JAVA_TRACE_LINES },
+    };
     // Rounds of every baseline and scenario in turn: a slow phase of the machine hits all alike,
     // and each figure is the median of its rounds.
     const rounds: Result[][] = [];
@@ -252,7 +284,8 @@ async function main(): Promise<void> {
       for (const sc of SCENARIOS) {
         process.stderr.write(`round ${round}/${RUNS}: running ${sc.title} …\n`);
         try {
-          results.push(await runScenario(sc, [input, second], inputBytes, work));
+          const own = sc.input && sc.input !== 'plain' ? kinds[sc.input] : undefined;
+          results.push(own ? await runScenario(sc, [own.path], own.bytes, work, own.entries) : await runScenario(sc, [input, second], inputBytes, work));
         } catch (err) {
           process.stderr.write(`${sc.title}: ${(err as Error).message}\n`);
           results.push({ title: sc.title, entries: 0, ms: Number.POSITIVE_INFINITY, peakRss: 0, note: `failed: ${(err as Error).message}` });

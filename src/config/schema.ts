@@ -108,7 +108,7 @@ export const CONFIG_FIELDS: Fields = {
   data_dir: { t: 'string', def: '', doc: 'directory for the lock and the checkpoint (acknowledged file positions, dedup windows); empty: none' },
   checkpoint_interval_ms: { t: 'number', def: 1000, int: true, min: 10, doc: 'at most one checkpoint write per this period (and one at shutdown)' },
   checkpoint_ttl_hours: { t: 'number', def: 168.0, min: 0, doc: 'forget checkpointed pipelines whose positions were not reported for this long' },
-  auto_reload: { t: 'boolean', def: false, doc: 'reload when the configuration file changes (SIGHUP reloads regardless)' },
+  auto_reload: { t: 'boolean', def: false, doc: 'reload when the configuration file or a TLS file it names changes, kubelet\'s `..data` swaps of mounted ConfigMaps and Secrets included (SIGHUP reloads regardless)' },
   status_reporter: { t: 'boolean', def: true, doc: 'log a status report (every counter) at DEBUG every `status_interval_ms`' },
   status_interval_ms: { t: 'number', def: 30000, int: true, min: 100, doc: 'period of the status report' },
   quiet: { t: 'boolean', def: false, doc: 'no service log at all; pipeline output still flows' },

@@ -4,7 +4,7 @@
 
 import { readFileSync } from 'node:fs';
 import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { createServer as createHttpsServer } from 'node:https';
+import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
 import type { TLSSocket, TlsOptions } from 'node:tls';
 import type { AdminConfig } from '../config/schema.js';
 import { ConfigError, errorMessage } from '../core/errors.js';
@@ -45,6 +45,11 @@ function adminTlsOptions(cfg: AdminConfig): TlsOptions | undefined {
 export interface AdminServer {
   /** the bound port (the configured one, or the kernel's pick for tests binding 0 elsewhere) */
   readonly port: number;
+  /**
+   * Reads the TLS files again and serves new connections with them (auto_reload saw them change,
+   * e.g. cert-manager renewed the certificate); a fault is logged and the old ones stay.
+   */
+  reloadTls(): void;
   close(): Promise<void>;
 }
 
@@ -125,6 +130,15 @@ export async function startAdmin(cfg: AdminConfig, sup: Supervisor, log: Logger)
   log.info({ host: cfg.host, port, tls: !!tlsOptions }, 'Admin endpoint listening');
   return {
     port,
+    reloadTls() {
+      if (!tlsOptions) return;
+      try {
+        (server as HttpsServer).setSecureContext(adminTlsOptions(cfg)!);
+        log.info({}, 'Admin endpoint certificates reloaded');
+      } catch (err) {
+        log.error({ error: errorMessage(err) }, 'Admin endpoint certificates not reloaded, keeping the old ones');
+      }
+    },
     close: () =>
       new Promise<void>((resolve) => {
         server.close(() => resolve());

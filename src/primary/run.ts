@@ -1,5 +1,6 @@
 // The primary's run: service log, supervisor, signals, status reporter, auto reload.
 
+import { resolve } from 'node:path';
 import type { Config } from '../config/schema.js';
 import { ConfigError, errorMessage } from '../core/errors.js';
 import { type AdminServer, startAdmin } from './admin.js';
@@ -7,7 +8,7 @@ import { type Checkpointer, DataDirInUse, lockDataDir, readCheckpoint, startChec
 import { createServiceLog } from './service-log.js';
 import { startStatusReporter } from './status.js';
 import { Supervisor } from './supervisor.js';
-import { watchConfigFile } from './watch.js';
+import { createFileWatch, type FileWatch, tlsFilesOf } from './watch.js';
 
 export const EXIT_OK = 0;
 export const EXIT_RUNTIME = 1;
@@ -100,22 +101,40 @@ export async function runPrimary(opts: RunOptions): Promise<number> {
   }
 
   let stopReporter = opts.config.status_reporter ? startStatusReporter(sup, log, opts.config.status_interval_ms) : () => {};
-  let stopWatch: () => void = () => {};
-  const armWatch = () => {
-    stopWatch();
-    stopWatch = () => {};
-    if (opts.file && sup.currentConfig.auto_reload) {
-      stopWatch = watchConfigFile(opts.file, () => {
-        // An unchanged effective configuration does nothing; a broken one reloads (and is refused, logged).
-        let next: string;
-        try {
-          next = JSON.stringify(opts.reloadConfig());
-        } catch {
-          next = '';
-        }
-        if (next !== JSON.stringify(sup.currentConfig)) void sup.reload();
-      }, (err) => log.error({ file: opts.file, error: errorMessage(err) }, 'Cannot watch the configuration file, auto_reload is off until the next reload'));
+  // auto_reload: the configuration file and every TLS file it names (kubelet's atomic volume
+  // updates included: DESIGN.md §22). Pipeline certificates are read when a generation builds, so
+  // a new one reloads; the admin endpoint's are put in force by the primary itself.
+  let watch: FileWatch | undefined;
+  const configFile = opts.file ? resolve(opts.file) : undefined;
+  // admin.* is applied at start only: its files are those of the first configuration
+  const adminTlsFiles = tlsFilesOf(opts.config).admin;
+  const onFilesChanged = (changed: readonly string[]) => {
+    if (admin && changed.some((f) => adminTlsFiles.includes(f))) admin.reloadTls();
+    if (changed.some((f) => tlsFilesOf(sup.currentConfig).pipelines.includes(f))) {
+      void sup.reload();
+      return;
     }
+    if (!changed.includes(configFile!)) return;
+    // An unchanged effective configuration does nothing; a broken one reloads (and is refused, logged).
+    let next: string;
+    try {
+      next = JSON.stringify(opts.reloadConfig());
+    } catch {
+      next = '';
+    }
+    if (next !== JSON.stringify(sup.currentConfig)) void sup.reload();
+  };
+  const armWatch = () => {
+    if (!configFile || !sup.currentConfig.auto_reload) {
+      watch?.stop();
+      watch = undefined;
+      return;
+    }
+    watch ??= createFileWatch(onFilesChanged, (err) => {
+      watch = undefined;
+      log.error({ file: opts.file, error: errorMessage(err) }, 'Cannot watch the configuration file, auto_reload is off until the next reload');
+    });
+    watch.setFiles([configFile, ...adminTlsFiles, ...tlsFilesOf(sup.currentConfig).pipelines]);
   };
   armWatch();
   onReloaded = (c) => {
@@ -126,7 +145,7 @@ export async function runPrimary(opts: RunOptions): Promise<number> {
 
   const code = await done;
   stopReporter();
-  stopWatch();
+  watch?.stop();
   await admin?.close();
   // after the drain: the final acknowledged positions and windows
   await release();

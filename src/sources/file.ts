@@ -1,20 +1,17 @@
-// `file` source: discovers files with fast-glob every `check_interval_ms`, tails open files by
-// polling every 100 ms, follows rename rotation and truncation, and reports positions by path and
-// inode so a reload or a restarted worker resumes without loss or duplicates (DESIGN.md §6).
+// `file` source: discovers files (one directory's pattern, or `include` globs) every
+// `check_interval_ms` and when a watched directory reports a new name, tails open files by polling
+// every 100 ms (and on change events), follows rename rotation and truncation, assembles container
+// lines and multiline entries (src/lines/), and reports acknowledged positions by path and inode
+// so a reload or a restarted worker resumes without loss or duplicates (DESIGN.md §6, §15, §21).
 
-import { createHash } from 'node:crypto';
-import { type FSWatcher, lstat as lstatCb, stat as statCb, watch } from 'node:fs';
-import { type FileHandle, open, readdir } from 'node:fs/promises';
-import { basename, join } from 'node:path';
-import fg from 'fast-glob';
-import { InOrder } from '../core/ack.js';
-import type { Entry } from '../core/entry.js';
-import { idPrefix } from '../core/ids.js';
-import { parseLine } from '../core/entry.js';
-import { errorMessage, PluginError } from '../core/errors.js';
-import { pluginConfig } from '../core/plugin-config.js';
-import type { PluginSpec } from '../config/spec.js';
+import { dirname, join } from 'node:path';
+import { errorMessage } from '../core/errors.js';
+import { fileSourceConfig } from './file-config.js';
+import { DirectoryWatchers, directoryFinder, fileInode, findInDirectory, globFinder, statPath } from './file-discovery.js';
+import { createTailSet, type FileCounters, type Tail } from './file-tail.js';
 import type { FilePosition, Source, SourceFactory, SourcePositions } from './types.js';
+
+export { FILE_SOURCE } from './file-config.js';
 
 /** Tail polling period, ms (fixed by the contract). */
 const TAIL_INTERVAL_MS = 100;
@@ -23,10 +20,6 @@ const TAIL_INTERVAL_MS = 100;
  * born this close before the start counts as born after it.
  */
 const BIRTH_CLOCK_SLACK_MS = 20;
-/** Bytes of a file's head hashed into its fingerprint (to know it again in a checkpoint). */
-const FINGERPRINT_BYTES = 256;
-/** Bytes per read; one read yields one batch. */
-const READ_CHUNK = 64 * 1024;
 /**
  * How long a rotated file (renamed away, still linked) is tailed after it last grew, ms: the
  * application may write to its old descriptor until it reopens its log (logrotate's `create`
@@ -34,262 +27,9 @@ const READ_CHUNK = 64 * 1024;
  */
 const ROTATE_WAIT_MS = 5000;
 
-interface FileSourceConfig {
-  readonly directory: string;
-  readonly pattern: string;
-  readonly from: 'end' | 'start';
-  readonly check_interval_ms: number;
-  readonly raw: boolean;
-  readonly max_line_bytes: number;
-}
-
-/**
- * Splits a byte stream into lines (without `\n` or `\r\n`), holding a trailing partial line until
- * its newline and cutting lines longer than `maxLineBytes` (the rest of such a line is skipped).
- * Empty lines are skipped. Chunks passed to push() may be reused by the caller afterwards.
- */
-export class LineSplitter {
-  /** lines cut at `maxLineBytes` so far */
-  truncated = 0;
-  private parts: Buffer[] = [];
-  private partLen = 0;
-  /** inside an over-long line whose head was already emitted */
-  private skipping = false;
-  /** file offset of the next byte pushed */
-  private pos = 0;
-  /** when given to push()/flush(): the file offset where each emitted line ends (past its newline) */
-  private ends: number[] | undefined;
-
-  constructor(private readonly maxLineBytes: number) {}
-
-  /** The file offset of the next byte pushed (after an open, a seek or a truncation). */
-  at(offset: number): void {
-    this.pos = offset;
-  }
-
-  /** bytes of the held partial line */
-  get pendingBytes(): number {
-    return this.partLen;
-  }
-
-  /** Appends the complete lines in `chunk` to `out` (and, given `ends`, where each ends in the file). */
-  push(chunk: Buffer, out: string[], ends?: number[]): void {
-    this.ends = ends;
-    const base = this.pos;
-    this.pos += chunk.length;
-    let start = 0;
-    if (this.skipping) {
-      const nl = chunk.indexOf(10);
-      if (nl < 0) return;
-      this.skipping = false;
-      start = nl + 1;
-    }
-    const last = chunk.lastIndexOf(10);
-    if (last < start) {
-      this.hold(chunk.subarray(start), out);
-      return;
-    }
-    if (this.partLen > 0) {
-      const nl = chunk.indexOf(10, start);
-      this.parts.push(chunk.subarray(start, nl));
-      const whole = Buffer.concat(this.parts, this.partLen + nl - start);
-      this.parts = [];
-      this.partLen = 0;
-      this.line(whole.toString('utf8'), out, base + nl + 1);
-      start = nl + 1;
-    }
-    if (start <= last) {
-      const text = chunk.toString('utf8', start, last);
-      const max = this.maxLineBytes;
-      // where a line ends in the file: char index = byte index unless the text has multi-byte characters
-      const ascii = text.length === last - start;
-      let byteFrom = base + start;
-      let from = 0;
-      for (let nl = text.indexOf('\n'); ; nl = text.indexOf('\n', from)) {
-        const end = nl < 0 ? text.length : nl;
-        let lineEnd = 0;
-        if (ends) {
-          lineEnd = ascii ? base + start + end + 1 : byteFrom + Buffer.byteLength(text.slice(from, end)) + 1;
-          byteFrom = lineEnd;
-        }
-        if (end > from) {
-          let line = text.slice(from, end);
-          if (line.charCodeAt(line.length - 1) === 13) line = line.slice(0, -1);
-          if (line.length * 3 <= max) {
-            if (line.length > 0) {
-              out.push(line);
-              ends?.push(lineEnd);
-            }
-          } else this.line(line, out, lineEnd);
-        }
-        if (nl < 0) break;
-        from = nl + 1;
-      }
-    }
-    if (last + 1 < chunk.length) this.hold(chunk.subarray(last + 1), out);
-  }
-
-  /** Emits the held partial line, if any (its file was rotated away or input ended). */
-  flush(out: string[], ends?: number[]): void {
-    this.ends = ends;
-    this.skipping = false;
-    if (this.partLen === 0) return;
-    const whole = Buffer.concat(this.parts, this.partLen);
-    this.parts = [];
-    this.partLen = 0;
-    this.line(whole.toString('utf8'), out, this.pos);
-  }
-
-  /** Skips input up to the next newline: reading starts inside a line whose head was handled. */
-  skipLine(): void {
-    this.skipping = true;
-  }
-
-  /** Drops the held partial line and any skip state. */
-  reset(): void {
-    this.parts = [];
-    this.partLen = 0;
-    this.skipping = false;
-  }
-
-  private hold(bytes: Buffer, out: string[]): void {
-    if (bytes.length === 0) return;
-    this.parts.push(Buffer.from(bytes));
-    this.partLen += bytes.length;
-    if (this.partLen > this.maxLineBytes) {
-      const whole = Buffer.concat(this.parts, this.partLen);
-      this.parts = [];
-      this.partLen = 0;
-      out.push(this.cut(whole));
-      // its end is not known yet: the cut point stands for it
-      this.ends?.push(this.pos);
-      this.skipping = true;
-    }
-  }
-
-  private line(line: string, out: string[], end: number): void {
-    if (line.charCodeAt(line.length - 1) === 13) line = line.slice(0, -1);
-    if (line.length === 0) return;
-    if (line.length * 3 > this.maxLineBytes && Buffer.byteLength(line) > this.maxLineBytes) line = this.cut(Buffer.from(line));
-    out.push(line);
-    this.ends?.push(end);
-  }
-
-  /** The first `maxLineBytes` bytes, backed off to a character boundary. */
-  private cut(bytes: Buffer): string {
-    this.truncated++;
-    let end = this.maxLineBytes;
-    while (end > 0 && ((bytes[end] ?? 0) & 0xc0) === 0x80) end--;
-    return bytes.toString('utf8', 0, end);
-  }
-}
-
-interface Tail {
-  path: string;
-  readonly name: string;
-  readonly inode: number;
-  readonly dev: number;
-  readonly fh: FileHandle;
-  readonly lines: LineSplitter;
-  /** next byte to read */
-  offset: number;
-  /** the acknowledged position (DESIGN.md §15): every line before it is done */
-  acked: number;
-  /** the emitted batches' ends, completed as their entries are done */
-  readonly order: InOrder<number>;
-  /** size at the last stat, for `lag_bytes` */
-  size: number;
-  /** truncations seen for this file; part of its lines' ids */
-  truncations: number;
-  /** `<bytes>:<hash>` of the file's first bytes; undefined while it is empty */
-  fingerprint: string | undefined;
-  /** the ids of this file's lines start with it (when the pipeline stamps ids) */
-  idPrefix: string;
-  /**
-   * the path no longer names this file: renamed away (rotated: tailed until idle for
-   * ROTATE_WAIT_MS) or deleted; read to its end, then closed
-   */
-  detached: boolean;
-  /** the file has no name left at all (nlink 0) */
-  deleted: boolean;
-  /** a rotated file's name in the directory now, when found: its positions go under it */
-  renamedTo: string | undefined;
-  /** when the file last grew (or was detached), epoch ms */
-  grewAt: number;
-}
-
-/** A position a file is resumed from, and where to start instead when the file is not the one it names. */
-interface Resumed {
-  readonly pos: FilePosition;
-  readonly otherwise: (size: number) => number;
-}
-
-function statPath(path: string): Promise<{ ino: number; dev: number; size: number; birthtimeMs: number } | undefined> {
-  return new Promise((resolve) =>
-    statCb(path, (err, st) => resolve(err ? undefined : { ino: st.ino, dev: st.dev, size: st.size, birthtimeMs: st.birthtimeMs })),
-  );
-}
-
-/** `<n>:<hash>` of the first n (up to FINGERPRINT_BYTES) bytes, or of exactly `n` when given; undefined for an empty file. */
-async function fingerprintOf(fh: FileHandle, size: number, n = Math.min(size, FINGERPRINT_BYTES)): Promise<string | undefined> {
-  if (n === 0 || size < n) return undefined;
-  const head = Buffer.alloc(n);
-  const { bytesRead } = await fh.read(head, 0, n, 0);
-  if (bytesRead < n) return undefined;
-  return `${n}:${createHash('sha1').update(head).digest('base64url').slice(0, 16)}`;
-}
-
-/** True when the file open as `fh` has the fingerprint a position recorded (or it recorded none). */
-async function sameContent(fh: FileHandle, size: number, pos: FilePosition): Promise<boolean> {
-  if (pos.fingerprint === undefined) return true;
-  const n = Number.parseInt(pos.fingerprint, 10);
-  return Number.isInteger(n) && (await fingerprintOf(fh, size, n)) === pos.fingerprint;
-}
-
-/** Whether `path` is a directory (following a symlink); false when it is missing or unreadable. */
-function isDirectory(path: string): Promise<boolean> {
-  return new Promise((resolve) => statCb(path, (err, st) => resolve(!err && st.isDirectory())));
-}
-
-/** The inode of the regular file at `path` itself (a symlink is not followed). */
-function fileInode(path: string): Promise<number | undefined> {
-  return new Promise((resolve) => lstatCb(path, (err, st) => resolve(err || !st.isFile() ? undefined : st.ino)));
-}
-
-/**
- * The fast-glob pattern for a file-name `pattern`: only `*` and `?` are special, everything else is
- * escaped. The directory is never part of a glob: it goes in as `cwd`, so no character in its name
- * (brackets, braces, `!`) can be misread, which escaping alone does not guarantee.
- */
-export function fileGlob(pattern: string): string {
-  return pattern
-    .split(/([*?])/)
-    .map((part) => (part === '*' || part === '?' || part === '' ? part : fg.escapePath(part)))
-    .join('');
-}
-
-export const FILE_SOURCE: PluginSpec = {
-  doc: 'tails the files of one directory that match a pattern, following rotation and truncation',
-  fields: {
-    directory: { t: 'string', required: true, nonEmpty: true, doc: 'directory whose files are read (not recursive); may appear after the start' },
-    pattern: { t: 'string', def: '*', nonEmpty: true, doc: 'file name pattern: `*` and `?` only, dot files excluded' },
-    from: {
-      t: 'string',
-      def: 'end',
-      oneOf: ['end', 'start'],
-      doc: 'where files present at start are read from (files that appear later are read whole)',
-      values: { end: 'only lines written after the start', start: 'the whole file' },
-    },
-    check_interval_ms: { t: 'number', def: 1000, int: true, min: 10, doc: 'how soon a new file (or the directory) is noticed; tailing polls every 100 ms regardless' },
-    raw: { t: 'boolean', def: false, doc: 'take every line as plain text, never parse JSON lines' },
-    max_line_bytes: { t: 'number', def: 1048576, int: true, min: 1, doc: 'longer lines are cut and counted in `truncated_lines`' },
-  },
-};
-
 export const createFileSource: SourceFactory = (plugin, ctx): Source => {
-  const cfg = pluginConfig<FileSourceConfig>('source', plugin, FILE_SOURCE.fields);
-  if (cfg.pattern.includes('/')) throw new PluginError('source', plugin.id, 'pattern', 'must not contain "/" (the source is not recursive)');
-  const glob = fileGlob(cfg.pattern);
+  const { cfg, multiline } = fileSourceConfig(plugin);
+  const finder = cfg.directory !== undefined ? directoryFinder(cfg.directory, cfg.pattern) : globFinder(cfg.include, cfg.exclude);
   const counters = {
     total_entries: 0,
     dropped_entries: 0,
@@ -299,16 +39,11 @@ export const createFileSource: SourceFactory = (plugin, ctx): Source => {
     truncations: 0,
     truncated_lines: 0,
     lag_bytes: 0,
-  };
-  /** closed files whose last batches are not done yet: their positions stay reported until they are */
-  const finishing = new Set<Tail>();
-  /** open files by inode; insertion order is read order, so a rotated file comes before its successor */
-  const tails = new Map<number, Tail>();
-  /** the detached tails among them */
-  const rotated = new Set<Tail>();
-  /** paths that could not be opened, with the inode already warned about */
-  const unopenable = new Map<string, number>();
-  const buf = Buffer.allocUnsafe(READ_CHUNK);
+    parse_errors: 0,
+    multiline_entries: 0,
+    multiline_splits: 0,
+    multiline_timeouts: 0,
+  } satisfies FileCounters;
   let resumeFrom: SourcePositions = {};
   let firstScan = true;
   /** the directory was missing at the last discovery: warned once, not again until it appeared */
@@ -321,178 +56,18 @@ export const createFileSource: SourceFactory = (plugin, ctx): Source => {
   let busy: Promise<void> | undefined;
   let again = false;
   let discoverDue = true;
+  const tailSet = createTailSet({ pluginId: plugin.id, cfg, multiline, counters, ctx, halted: () => paused || stopped });
+  const { tails, rotated, unopenable, openTail, readTail, flushTail, closeTail, updateLag } = tailSet;
   let tailTimer: NodeJS.Timeout | undefined;
   let discoverTimer: NodeJS.Timeout | undefined;
-  /** wakes the source when a file of the directory changes; the 100 ms poll stays for missed events */
-  let watcher: FSWatcher | undefined;
-
-  /** Emits a batch of `tail`'s lines; its acknowledged position moves past them once they are done. */
-  const emitLines = (tail: Tail, lines: string[], ends: number[]) => {
-    const done = tail.order.add(tail.offset - tail.lines.pendingBytes);
-    if (lines.length === 0) {
-      done();
-      return;
-    }
-    const now = Date.now();
-    const batch: Entry[] = new Array(lines.length);
-    for (let i = 0; i < lines.length; i++) batch[i] = parseLine(lines[i]!, tail.name, now, cfg.raw);
-    if (ctx.idNode !== undefined) for (let i = 0; i < batch.length; i++) batch[i]!.id = tail.idPrefix + ends[i]!.toString(36);
-    counters.total_entries += batch.length;
-    ctx.emit(batch, done);
-  };
-
-  const fileIdPrefix = (dev: number, inode: number, truncations: number) =>
-    ctx.idNode === undefined ? '' : idPrefix(ctx.idNode, ctx.pipeline, plugin.id, dev, inode, truncations);
-
-  const closeTail = async (tail: Tail) => {
-    tails.delete(tail.inode);
-    rotated.delete(tail);
-    if (tail.order.outstanding > 0) finishing.add(tail);
-    counters.active_watchers = tails.size;
-    await tail.fh.close().catch(() => undefined);
-  };
-
-  /** Emits the held partial line of `tail`, if any. */
-  const flushTail = (tail: Tail) => {
-    const out: string[] = [];
-    const ends: number[] = [];
-    tail.lines.flush(out, ends);
-    if (out.length > 0) emitLines(tail, out, ends);
-  };
-
-  /** Reads `tail` up to its current end (or until paused/stopped); returns false when paused. */
-  const readTail = async (tail: Tail): Promise<boolean> => {
-    const st = await tail.fh.stat();
-    if (tail.detached && st.nlink === 0) tail.deleted = true;
-    if (st.size < tail.offset) {
-      counters.truncations++;
-      flushTail(tail);
-      tail.offset = 0;
-      tail.acked = 0;
-      tail.lines.at(0);
-      tail.truncations++;
-      tail.idPrefix = fileIdPrefix(tail.dev, tail.inode, tail.truncations);
-      tail.fingerprint = undefined;
-    }
-    let size = st.size;
-    tail.size = size;
-    if ((tail.fingerprint === undefined || Number.parseInt(tail.fingerprint, 10) < FINGERPRINT_BYTES) && size > (tail.fingerprint ? Number.parseInt(tail.fingerprint, 10) : 0)) {
-      tail.fingerprint = await fingerprintOf(tail.fh, size);
-    }
-    // A rotated file's held partial line comes before its successor's first bytes; until then the
-    // application may still complete it through its old descriptor.
-    if (tail.offset < size && !tail.detached) for (const r of rotated) if (r.path === tail.path && r.lines.pendingBytes > 0) flushTail(r);
-    while (tail.offset < size) {
-      if (paused || stopped) return false;
-      const { bytesRead } = await tail.fh.read(buf, 0, Math.min(READ_CHUNK, size - tail.offset), tail.offset);
-      if (bytesRead === 0) {
-        size = (await tail.fh.stat()).size;
-        if (size <= tail.offset) break;
-        continue;
-      }
-      tail.offset += bytesRead;
-      tail.grewAt = Date.now();
-      counters.bytes_read += bytesRead;
-      const out: string[] = [];
-      const ends: number[] = [];
-      const before = tail.lines.truncated;
-      tail.lines.push(buf.subarray(0, bytesRead), out, ends);
-      counters.truncated_lines += tail.lines.truncated - before;
-      emitLines(tail, out, ends);
-    }
-    return true;
-  };
-
   /**
-   * Opens `path` from `offset`. With `rotatedFrom` (the name the predecessor reported it under) it
-   * is a rotated file handed over: only that inode will do, and it is tailed as detached.
-   * `resumed`: the position `offset` comes from; a file whose content does not match it (the
-   * inode was used again) is another file, read from `otherwise` (or not taken when rotated).
+   * Wake the source when a watched directory changes: a grown file is read at once, a new name
+   * is discovered at once; the polls stay for missed events.
    */
-  const openTail = async (path: string, inode: number, offset: number, rotatedFrom?: string, resumed?: Resumed): Promise<Tail | undefined> => {
-    let fh: FileHandle;
-    try {
-      fh = await open(path, 'r');
-    } catch (err) {
-      // gone since the scan is no news; anything else (EACCES) is said once per file
-      if ((err as NodeJS.ErrnoException).code !== 'ENOENT' && unopenable.get(path) !== inode) {
-        unopenable.set(path, inode);
-        ctx.log.warn({ path, error: errorMessage(err) }, 'File cannot be opened');
-      }
-      return undefined;
-    }
-    unopenable.delete(path);
-    try {
-      return await tailOpened(fh, path, inode, offset, rotatedFrom, resumed);
-    } catch (err) {
-      await fh.close().catch(() => undefined);
-      throw err;
-    }
-  };
-
-  const tailOpened = async (fh: FileHandle, path: string, inode: number, offset: number, rotatedFrom?: string, resumed?: Resumed): Promise<Tail | undefined> => {
-    const st = await fh.stat();
-    let truncations = 0;
-    if (resumed && st.ino === inode) {
-      const known = (resumed.pos.dev === undefined || resumed.pos.dev === st.dev) && (await sameContent(fh, st.size, resumed.pos));
-      if (known) truncations = resumed.pos.truncations ?? 0;
-      else if (rotatedFrom !== undefined) {
-        await fh.close();
-        return undefined;
-      } else offset = resumed.otherwise(st.size);
-    }
-    // a handed-over file is known by its inode alone: one shorter than its position is not it
-    // (the inode was freed and used again during the handover)
-    if ((st.ino !== inode || st.size < offset) && rotatedFrom !== undefined) {
-      await fh.close();
-      return undefined;
-    }
-    if (st.ino !== inode) {
-      // replaced between the scan and the open: it is newer still, read from its start
-      offset = 0;
-      inode = st.ino;
-      const existing = tails.get(inode);
-      if (existing) {
-        await fh.close();
-        return existing;
-      }
-    }
-    if (offset > st.size) offset = 0;
-    const lines = new LineSplitter(cfg.max_line_bytes);
-    // Reading never starts inside a line: there, the head was had before (a predecessor cutting an
-    // over-long line reports the cut point) or was there before the start (from = "end").
-    if (offset > 0) {
-      const { bytesRead } = await fh.read(buf, 0, 1, offset - 1);
-      if (bytesRead === 1 && buf[0] !== 10) lines.skipLine();
-    }
-    lines.at(offset);
-    const tail: Tail = {
-      path: rotatedFrom ?? path,
-      name: basename(rotatedFrom ?? path),
-      inode,
-      dev: st.dev,
-      fh,
-      lines,
-      offset,
-      acked: offset,
-      order: new InOrder((end) => {
-        tail.acked = end;
-        if (tail.order.outstanding === 0) finishing.delete(tail);
-      }),
-      size: st.size,
-      truncations,
-      fingerprint: await fingerprintOf(fh, st.size),
-      idPrefix: fileIdPrefix(st.dev, inode, truncations),
-      detached: rotatedFrom !== undefined,
-      deleted: false,
-      renamedTo: rotatedFrom === undefined ? undefined : path,
-      grewAt: Date.now(),
-    };
-    tails.set(inode, tail);
-    if (tail.detached) rotated.add(tail);
-    counters.active_watchers = tails.size;
-    return tail;
-  };
+  const watchers = new DirectoryWatchers((event, name) => {
+    if (event === 'rename' && (name === null || finder.mayMatch(name))) discoverDue = true;
+    run();
+  });
 
   const positionFor = (path: string, inode: number): FilePosition | undefined => {
     const same = resumeFrom[path];
@@ -501,22 +76,11 @@ export const createFileSource: SourceFactory = (plugin, ctx): Source => {
     return undefined;
   };
 
-  /** Where the files with these inodes are in the directory now (any name, matching or not). */
-  const findInDirectory = async (inodes: ReadonlySet<number>): Promise<Map<number, string>> => {
-    const found = new Map<number, string>();
-    let names: string[];
-    try {
-      names = await readdir(cfg.directory);
-    } catch {
-      return found;
-    }
-    for (const name of names) {
-      const path = join(cfg.directory, name);
-      const ino = await fileInode(path);
-      if (ino !== undefined && inodes.has(ino) && !found.has(ino)) found.set(ino, path);
-      if (found.size === inodes.size) break;
-    }
-    return found;
+  /** Whether a position handed over under `path` may be one of this source's files. */
+  const owns = (path: string) => {
+    if (cfg.directory === undefined) return true;
+    const dirPrefix = join(cfg.directory, '/');
+    return path.startsWith(dirPrefix) && !path.includes('/', dirPrefix.length);
   };
 
   /**
@@ -525,15 +89,16 @@ export const createFileSource: SourceFactory = (plugin, ctx): Source => {
    */
   const resumeRotated = async (seen: ReadonlySet<number>) => {
     const wanted = new Map<number, [string, FilePosition]>();
-    const dirPrefix = join(cfg.directory, '/');
     for (const [path, pos] of Object.entries(resumeFrom)) {
-      if (!seen.has(pos.inode) && !tails.has(pos.inode) && path.startsWith(dirPrefix) && !path.includes('/', dirPrefix.length)) wanted.set(pos.inode, [path, pos]);
+      if (!seen.has(pos.inode) && !tails.has(pos.inode) && owns(path)) wanted.set(pos.inode, [path, pos]);
     }
     if (wanted.size === 0) return;
     const where = new Map<number, string>();
     for (const [inode, [path]] of wanted) if ((await fileInode(path)) === inode) where.set(inode, path);
-    const elsewhere = new Set([...wanted.keys()].filter((inode) => !where.has(inode)));
-    if (elsewhere.size > 0) for (const [inode, path] of await findInDirectory(elsewhere)) where.set(inode, path);
+    for (const [inode, [path]] of wanted) {
+      if (where.has(inode)) continue;
+      for (const [ino, now] of await findInDirectory(dirname(path), new Set([inode]))) where.set(ino, now);
+    }
     for (const [inode, now] of where) {
       const [path, pos] = wanted.get(inode)!;
       // still under its name yet not discovered and not rotated: the new pattern leaves it out
@@ -546,23 +111,25 @@ export const createFileSource: SourceFactory = (plugin, ctx): Source => {
   /** Finds matching files; new ones are opened (from their start unless they were there at start). */
   const discover = async () => {
     let paths: string[];
+    let missing: boolean;
     try {
-      const names = await fg(glob, { cwd: cfg.directory, onlyFiles: true, dot: false, deep: 1, followSymbolicLinks: true, suppressErrors: true });
-      paths = names.map((name) => join(cfg.directory, name));
+      ({ paths, missing } = await finder.find());
     } catch (err) {
       ctx.log.warn({ error: errorMessage(err) }, 'File discovery failed');
       return;
     }
     // fast-glob finds nothing in a missing directory; say so once, and keep looking for it
-    if (paths.length === 0 && !(await isDirectory(cfg.directory))) {
+    if (missing) {
       if (!directoryMissing) ctx.log.warn({ directory: cfg.directory }, 'Directory does not exist, watching for it');
       directoryMissing = true;
     } else if (directoryMissing) {
       directoryMissing = false;
       ctx.log.info({ directory: cfg.directory }, 'Directory appeared');
     }
+    // a directory watched from now on may have got a file before its watch began: look again
+    if (cfg.watch_events && watchers.sync(await finder.directories(paths))) discoverDue = true;
     const found: [string, { ino: number; size: number; birthtimeMs: number }][] = [];
-    for (const path of paths.sort()) {
+    for (const path of paths) {
       const st = await statPath(path);
       if (st) found.push([path, st]);
     }
@@ -618,7 +185,7 @@ export const createFileSource: SourceFactory = (plugin, ctx): Source => {
       return;
     }
     counters.rotations++;
-    tail.renamedTo = (await findInDirectory(new Set([tail.inode]))).get(tail.inode);
+    tail.renamedTo = (await findInDirectory(dirname(tail.path), new Set([tail.inode]))).get(tail.inode);
   };
 
   /** Checks each open file's name: renamed away or replaced means rotation, gone means deleted. */
@@ -629,7 +196,7 @@ export const createFileSource: SourceFactory = (plugin, ctx): Source => {
         // renamed again during its grace (a second rotation shifts app.log.1 to app.log.2): its
         // position must go under the name it has now, not one another rotated file took over
         if (!tail.deleted && tail.renamedTo !== undefined && (await fileInode(tail.renamedTo)) !== tail.inode) {
-          tail.renamedTo = (await findInDirectory(new Set([tail.inode]))).get(tail.inode);
+          tail.renamedTo = (await findInDirectory(dirname(tail.path), new Set([tail.inode]))).get(tail.inode);
         }
         continue;
       }
@@ -639,12 +206,6 @@ export const createFileSource: SourceFactory = (plugin, ctx): Source => {
       rotated = true;
     }
     return rotated;
-  };
-
-  const updateLag = () => {
-    let lag = 0;
-    for (const tail of tails.values()) lag += Math.max(0, tail.size - tail.acked);
-    counters.lag_bytes = lag;
   };
 
   const cycle = async () => {
@@ -701,17 +262,6 @@ export const createFileSource: SourceFactory = (plugin, ctx): Source => {
       resumeFrom = positions;
       run();
       tailTimer = setInterval(run, TAIL_INTERVAL_MS);
-      try {
-        // a file that grows is read at once, not at the next poll (latency); discovery of new
-        // files stays on check_interval_ms, as the contract says
-        watcher = watch(cfg.directory, { persistent: false }, run);
-        watcher.on('error', () => {
-          watcher?.close();
-          watcher = undefined;
-        });
-      } catch {
-        // no directory yet, or no inotify left: polling alone
-      }
       discoverTimer = setInterval(() => {
         discoverDue = true;
         run();
@@ -730,30 +280,16 @@ export const createFileSource: SourceFactory = (plugin, ctx): Source => {
       stopped = true;
       if (tailTimer) clearInterval(tailTimer);
       if (discoverTimer) clearInterval(discoverTimer);
-      watcher?.close();
+      watchers.close();
       await busy;
-      // positions stay readable after stop: the final stats carry them
+      // positions stay readable after stop: the final stats carry them; open multiline entries
+      // are not emitted: they lie after the acknowledged position, for the successor to read whole
       for (const tail of tails.values()) await tail.fh.close().catch(() => undefined);
     },
     positions() {
       // before the first scan has opened anything, what was handed over still stands
       if (firstScan) return resumeFrom;
-      const out: SourcePositions = {};
-      for (const tail of [...finishing, ...tails.values()]) {
-        // a rotated file goes under its new name, for a successor to finish it
-        const path = tail.detached ? (tail.renamedTo ?? tail.path) : tail.path;
-        if (tail.detached && out[path]) continue;
-        const pos: FilePosition = {
-          inode: tail.inode,
-          offset: tail.acked,
-          dev: tail.dev,
-          truncations: tail.truncations,
-          fingerprint: tail.fingerprint,
-        };
-        // a finishing file (closed, last lines not yet done) is handed over as a rotated one: a successor reads it to its end
-        out[path] = (tail.detached && !tail.deleted) || finishing.has(tail) ? { ...pos, rotated: true } : pos;
-      }
-      return out;
+      return tailSet.positions();
     },
   };
 };

@@ -1,52 +1,113 @@
-// `stdin` source: lines from the node's standard input, one batch per chunk read. End of input
-// ends the source (its held partial line is emitted), not the process. Pausable.
+// `stdin` source: lines from the node's standard input, one batch per chunk read, grouped into
+// multiline entries when asked. End of input ends the source (its held partial line and open
+// entry are emitted), not the process. Pausable.
 
 import type { Entry } from '../core/entry.js';
 import { parseLine } from '../core/entry.js';
 import { pluginConfig } from '../core/plugin-config.js';
 import type { PluginSpec } from '../config/spec.js';
-import { LineSplitter } from './file.js';
+import { LineAssembler } from '../lines/assembler.js';
+import { entryOf } from '../lines/entries.js';
+import type { LineCounters, LogicalLine } from '../lines/line.js';
+import { MULTILINE_FIELDS, type MultilineConfig, multilineRules } from '../lines/multiline.js';
+import { LineSplitter } from '../lines/splitter.js';
 import type { Source, SourceFactory } from './types.js';
 
 /** Longest line kept whole, bytes; longer ones are cut and counted in `truncated_lines`. */
 const MAX_LINE_BYTES = 1048576;
+/** How often open multiline entries are checked for their timeout, ms. */
+const EXPIRE_INTERVAL_MS = 100;
 
 export const STDIN_SOURCE: PluginSpec = {
   doc: "reads the node's standard input line by line; at most one in the whole configuration; end of input ends the source, not the process",
   fields: {
     raw: { t: 'boolean', def: false, doc: 'take every line as plain text, never parse JSON lines' },
+    multiline: {
+      t: 'table',
+      optional: true,
+      fields: MULTILINE_FIELDS,
+      doc: 'joins the lines of a stack trace (or any group) into one entry; the open one is emitted when input ends or the source stops (input cannot be read again)',
+    },
   },
 };
 
 export const createStdinSource: SourceFactory = (plugin, ctx): Source => {
-  const cfg = pluginConfig<{ raw: boolean }>('source', plugin, STDIN_SOURCE.fields);
-  const counters = { total_entries: 0, dropped_entries: 0, bytes_read: 0, truncated_lines: 0 };
+  const cfg = pluginConfig<{ raw: boolean; multiline?: MultilineConfig }>('source', plugin, STDIN_SOURCE.fields);
+  const multiline = cfg.multiline && multilineRules('source', plugin.id, cfg.multiline, MAX_LINE_BYTES);
+  const counters = {
+    total_entries: 0,
+    dropped_entries: 0,
+    bytes_read: 0,
+    truncated_lines: 0,
+    parse_errors: 0,
+    multiline_entries: 0,
+    multiline_splits: 0,
+    multiline_timeouts: 0,
+  } satisfies LineCounters & Record<string, number>;
   const lines = new LineSplitter(MAX_LINE_BYTES);
+  const assembler = multiline ? new LineAssembler({ format: 'none', maxLineBytes: MAX_LINE_BYTES, multiline }, counters) : undefined;
   const input = process.stdin;
   let started = false;
   let ended = false;
+  /** where the next line begins in the input, bytes */
+  let lineStart = 0;
+  let expireTimer: NodeJS.Timeout | undefined;
 
-  const emit = (out: string[]) => {
-    counters.truncated_lines = lines.truncated;
-    if (out.length === 0) return;
-    const now = Date.now();
-    const batch: Entry[] = new Array(out.length);
-    for (let i = 0; i < out.length; i++) batch[i] = parseLine(out[i]!, 'stdin', now, cfg.raw);
+  const emitEntries = (batch: Entry[]) => {
+    if (batch.length === 0) return;
     counters.total_entries += batch.length;
     ctx.emit(batch);
+  };
+  const emitLogical = (out: LogicalLine[], now: number) => {
+    const batch: Entry[] = new Array(out.length);
+    for (let i = 0; i < out.length; i++) batch[i] = entryOf(out[i]!, 'stdin', now, cfg.raw, undefined);
+    emitEntries(batch);
+  };
+  const emit = (out: string[], ends: number[]) => {
+    counters.truncated_lines = lines.truncated;
+    const now = Date.now();
+    if (assembler) {
+      const logical: LogicalLine[] = [];
+      assembler.push(out, ends, lineStart, now, logical);
+      if (ends.length > 0) lineStart = ends[ends.length - 1]!;
+      emitLogical(logical, now);
+      return;
+    }
+    const batch: Entry[] = new Array(out.length);
+    for (let i = 0; i < out.length; i++) batch[i] = parseLine(out[i]!, 'stdin', now, cfg.raw);
+    emitEntries(batch);
+  };
+  /** Emits the held partial line and the open entries. */
+  const flush = () => {
+    const out: string[] = [];
+    const ends: number[] = [];
+    lines.flush(out, ends);
+    emit(out, ends);
+    if (!assembler) return;
+    const now = Date.now();
+    const logical: LogicalLine[] = [];
+    assembler.flush(lineStart, now, logical);
+    emitLogical(logical, now);
+  };
+  const expire = () => {
+    const now = Date.now();
+    const due = assembler?.nextTimeout();
+    if (due === undefined || due > now) return;
+    const logical: LogicalLine[] = [];
+    assembler!.expire(now, logical);
+    emitLogical(logical, now);
   };
   const onData = (chunk: Buffer) => {
     counters.bytes_read += chunk.length;
     const out: string[] = [];
-    lines.push(chunk, out);
-    emit(out);
+    const ends: number[] = [];
+    lines.push(chunk, out, ends);
+    emit(out, ends);
   };
   const onEnd = () => {
     if (ended) return;
     ended = true;
-    const out: string[] = [];
-    lines.flush(out);
-    emit(out);
+    flush();
     detach();
   };
   const onError = (err: Error) => {
@@ -54,6 +115,7 @@ export const createStdinSource: SourceFactory = (plugin, ctx): Source => {
     onEnd();
   };
   const detach = () => {
+    if (expireTimer) clearInterval(expireTimer);
     input.off('data', onData);
     input.off('end', onEnd);
     input.off('error', onError);
@@ -71,6 +133,7 @@ export const createStdinSource: SourceFactory = (plugin, ctx): Source => {
       input.on('data', onData);
       input.once('end', onEnd);
       input.on('error', onError);
+      if (assembler) expireTimer = setInterval(expire, EXPIRE_INTERVAL_MS).unref();
       if (ctx.isSaturated()) input.pause();
       else input.resume();
     },
@@ -83,6 +146,8 @@ export const createStdinSource: SourceFactory = (plugin, ctx): Source => {
     async stop() {
       if (!started || ended) return;
       ended = true;
+      // what was read cannot be read again by a successor: the open entry goes now
+      flush();
       detach();
       // a paused stdin still holds the event loop open
       input.unref?.();

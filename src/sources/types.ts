@@ -15,6 +15,12 @@ export interface FilePosition {
   readonly truncations?: number;
   /** hash of the file's first bytes, to know it again by content in a checkpoint */
   readonly fingerprint?: string;
+  /**
+   * something (a partial line, a multiline entry) was open at `offset`: lines up to `read` were
+   * delivered, except those of a stream at or after its offset in `streams` (DESIGN.md §21)
+   */
+  readonly read?: number;
+  readonly streams?: Readonly<Record<string, number>>;
   /** a rotated file (renamed away, in its grace), reported under its new name */
   readonly rotated?: true;
 }

@@ -251,7 +251,9 @@ test.serial('SIGKILL of one pipeline worker: the other goes on without a gap, th
 test.serial('a file born just before a reload or a crash, not yet discovered, is read whole by the successor (from = "end")', async (t) => {
   const { dir, logs } = withLogsDir(t);
   writeFileSync(join(logs, 'old.log'), 'old-000001\nold-000002\n');
-  // discovery only at start: the running generation never sees a file created after it
+  // discovery only at start, events off: the running generation never sees a file created
+  // after it (with events, a file born just before a reload is most often read by the old
+  // generation, and the handover it tests would be skipped)
   const cfgFile = dir.file(
     'node.toml',
     `status_interval_ms = 200
@@ -260,7 +262,7 @@ name = "files"
 [[pipelines.plugin_sources]]
 id = "tail"
 type = "file"
-config = { directory = "${logs}", check_interval_ms = 600000 }
+config = { directory = "${logs}", check_interval_ms = 600000, watch_events = false }
 [[pipelines.plugin_sinks]]
 id = "out"
 type = "stdout"

@@ -1,7 +1,7 @@
 import test from 'ava';
 import { detectLevel, type Level, normaliseLevel, parseLine } from '../../src/core/entry.js';
 import { formatJson } from '../../src/flow/format.js';
-import { LineSplitter } from '../../src/sources/file.js';
+import { LineSplitter } from '../../src/lines/splitter.js';
 import { xorshift } from '../helpers/random.js';
 
 const NOW = Date.parse('2024-01-02T03:04:05.006Z');

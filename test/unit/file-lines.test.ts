@@ -3,7 +3,7 @@
 // happened to be cut.
 
 import test from 'ava';
-import { LineSplitter } from '../../src/sources/file.js';
+import { LineSplitter } from '../../src/lines/splitter.js';
 
 function split(chunks: readonly string[], start = 0): { lines: string[]; ends: number[] } {
   const s = new LineSplitter(1024);

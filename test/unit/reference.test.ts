@@ -31,7 +31,8 @@ test('the reference has a section for every source and sink type of the registri
   const md = renderConfigurationReference();
   for (const type of Object.keys(SOURCE_SPECS)) t.true(md.includes(`### \`${type}\` source\n`), `source ${type}`);
   for (const type of Object.keys(SINK_SPECS)) t.true(md.includes(`### \`${type}\` sink\n`), `sink ${type}`);
-  t.regex(md, /\| `directory` \| string \| \*required\* \| {2}\| directory whose files are read/);
+  t.regex(md, /\| `directory` \| string \| {2}\| {2}\| directory whose files are read/);
+  t.regex(md, /\| `multiline\.preset` \| "java" \\\| "python" \\\| "go" \|/);
   t.regex(md, /\| `heartbeat_interval_ms` \| integer >= 1 \| `15000` \| ms \|/);
   t.regex(md, /\| `tls\.min_version` \| "1\.2" \\\| "1\.3" \| `"1\.3"` \|/);
   t.regex(md, /- `"json"`: one JSON object per line/);

@@ -1,0 +1,181 @@
+// What the `file` source reads: the files one directory's `pattern` or the `include` globs match
+// (less `exclude`), the directories whose events may announce a new one, and where a file with a
+// given inode lies now (a rotated file's new name). Stat helpers that never throw.
+
+import { type FSWatcher, lstat as lstatCb, stat as statCb, watch } from 'node:fs';
+import { readdir } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import fg from 'fast-glob';
+
+export interface FileStat {
+  readonly ino: number;
+  readonly dev: number;
+  readonly size: number;
+  readonly birthtimeMs: number;
+}
+
+export function statPath(path: string): Promise<FileStat | undefined> {
+  return new Promise((resolve) =>
+    statCb(path, (err, st) => resolve(err ? undefined : { ino: st.ino, dev: st.dev, size: st.size, birthtimeMs: st.birthtimeMs })),
+  );
+}
+
+/** Whether `path` is a directory (following a symlink); false when it is missing or unreadable. */
+export function isDirectory(path: string): Promise<boolean> {
+  return new Promise((resolve) => statCb(path, (err, st) => resolve(!err && st.isDirectory())));
+}
+
+/** The inode of the regular file at `path` itself (a symlink is not followed). */
+export function fileInode(path: string): Promise<number | undefined> {
+  return new Promise((resolve) => lstatCb(path, (err, st) => resolve(err || !st.isFile() ? undefined : st.ino)));
+}
+
+/** Where the files with these inodes are in `directory` now (any name, matching or not). */
+export async function findInDirectory(directory: string, inodes: ReadonlySet<number>): Promise<Map<number, string>> {
+  const found = new Map<number, string>();
+  let names: string[];
+  try {
+    names = await readdir(directory);
+  } catch {
+    return found;
+  }
+  for (const name of names) {
+    const path = join(directory, name);
+    const ino = await fileInode(path);
+    if (ino !== undefined && inodes.has(ino) && !found.has(ino)) found.set(ino, path);
+    if (found.size === inodes.size) break;
+  }
+  return found;
+}
+
+/**
+ * The fast-glob pattern for a file-name `pattern`: only `*` and `?` are special, everything else is
+ * escaped. The directory is never part of a glob: it goes in as `cwd`, so no character in its name
+ * (brackets, braces, `!`) can be misread, which escaping alone does not guarantee.
+ */
+export function fileGlob(pattern: string): string {
+  return pattern
+    .split(/([*?])/)
+    .map((part) => (part === '*' || part === '?' || part === '' ? part : fg.escapePath(part)))
+    .join('');
+}
+
+/**
+ * The directory patterns (relative to the glob's static base) that the directories holding its
+ * files match: `a/*\/b/*.log` gives `a`, `a/*`, `a/*\/b`; from a `**` on, everything below.
+ */
+export function directoryGlobs(glob: string): { base: string; patterns: string[] } {
+  const [task] = fg.generateTasks([glob]);
+  const base = task?.base ?? dirname(glob);
+  const rest = glob.slice(base === '.' ? 0 : base.length).replace(/^\/+/, '').split('/');
+  const patterns: string[] = [];
+  for (let i = 1; i < rest.length; i++) {
+    if (rest[i - 1] === '**') {
+      patterns.push(rest.slice(0, i).join('/'));
+      break;
+    }
+    patterns.push(rest.slice(0, i).join('/'));
+  }
+  return { base, patterns };
+}
+
+/** Finds the files a `file` source reads. */
+export interface Finder {
+  /** the matching files, sorted; `missing`: the root (directory form) does not exist */
+  find(): Promise<{ paths: string[]; missing: boolean }>;
+  /** the directories whose entries may become matching files: watched for events */
+  directories(files: readonly string[]): Promise<string[]>;
+  /** a name that appeared in a watched directory may be a file to discover */
+  mayMatch(name: string): boolean;
+}
+
+const GLOB_OPTIONS = { onlyFiles: true, dot: false, followSymbolicLinks: true, suppressErrors: true } as const;
+
+/** The `directory` + `pattern` form: one directory, not recursive. */
+export function directoryFinder(directory: string, pattern: string): Finder {
+  const glob = fileGlob(pattern);
+  const body = pattern
+    .split(/([*?])/)
+    .map((part) => (part === '*' ? '.*' : part === '?' ? '.' : part.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')))
+    .join('');
+  const name = new RegExp(`^(?!\\.)${body}$`);
+  return {
+    async find() {
+      const names = await fg(glob, { ...GLOB_OPTIONS, cwd: directory, deep: 1 });
+      const paths = names.map((n) => join(directory, n)).sort();
+      return { paths, missing: paths.length === 0 && !(await isDirectory(directory)) };
+    },
+    directories: () => Promise.resolve([directory]),
+    mayMatch: (n) => name.test(n),
+  };
+}
+
+/** The `include`/`exclude` form: absolute globs, `**` allowed. */
+export function globFinder(include: readonly string[], exclude: readonly string[]): Finder {
+  const dirGlobs = include.map(directoryGlobs);
+  return {
+    async find() {
+      const paths = await fg([...include], { ...GLOB_OPTIONS, ignore: [...exclude], absolute: true, unique: true });
+      return { paths: paths.sort(), missing: false };
+    },
+    async directories(files) {
+      const dirs = new Set<string>();
+      for (const { base, patterns } of dirGlobs) {
+        if (!(await isDirectory(base))) continue;
+        dirs.add(base);
+        if (patterns.length === 0) continue;
+        const found = await fg(patterns, { cwd: base, onlyDirectories: true, dot: false, followSymbolicLinks: true, suppressErrors: true, absolute: true });
+        for (const d of found) dirs.add(d);
+      }
+      for (const f of files) dirs.add(dirname(f));
+      return [...dirs];
+    },
+    // a new directory (a pod's) or a new file anywhere below: the globs decide
+    mayMatch: () => true,
+  };
+}
+
+/**
+ * One fs.watch per directory, kept in step with the list discovery gives. A watcher that fails
+ * (no inotify watches left, the directory gone) is closed; polling still finds what it missed.
+ */
+export class DirectoryWatchers {
+  private readonly watchers = new Map<string, FSWatcher>();
+
+  constructor(private readonly onEvent: (event: string, name: string | null) => void) {}
+
+  get size(): number {
+    return this.watchers.size;
+  }
+
+  /** Watches exactly `dirs` from now on; returns true when a directory was added. */
+  sync(dirs: readonly string[]): boolean {
+    const wanted = new Set(dirs);
+    for (const [dir, w] of this.watchers) {
+      if (wanted.has(dir)) continue;
+      w.close();
+      this.watchers.delete(dir);
+    }
+    let added = false;
+    for (const dir of wanted) {
+      if (this.watchers.has(dir)) continue;
+      try {
+        const w = watch(dir, { persistent: false }, (event, name) => this.onEvent(event, typeof name === 'string' ? name : null));
+        w.on('error', () => {
+          w.close();
+          if (this.watchers.get(dir) === w) this.watchers.delete(dir);
+        });
+        this.watchers.set(dir, w);
+        added = true;
+      } catch {
+        // missing, or no inotify watch left: polling alone for this one
+      }
+    }
+    return added;
+  }
+
+  close(): void {
+    for (const w of this.watchers.values()) w.close();
+    this.watchers.clear();
+  }
+}
