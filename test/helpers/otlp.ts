@@ -170,3 +170,25 @@ export function post(port: number, body: Buffer | string, headers: Record<string
     req.end(body);
   });
 }
+
+/** A pipeline `recv`: an otlp source on 127.0.0.1:`port` (`config` lines added) → stdout as JSON; `sink` lines added to the stdout sink's config. */
+export const otlpReceiverToml = (port: number, config = '', sink = ''): string => `
+status_interval_ms = 500
+[[pipelines]]
+name = "recv"
+[pipelines.flow.format]
+type = "json"
+[[pipelines.plugin_sources]]
+id = "in"
+type = "otlp"
+[pipelines.plugin_sources.config]
+host = "127.0.0.1"
+port = ${port}
+${config}
+[[pipelines.plugin_sinks]]
+id = "out"
+type = "stdout"
+[pipelines.plugin_sinks.config]
+buffer_size = 5000
+${sink}
+`;
