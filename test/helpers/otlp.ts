@@ -192,3 +192,95 @@ type = "stdout"
 buffer_size = 5000
 ${sink}
 `;
+
+/** A request an OTLP receiver in the test got, decoded by the oracle. */
+export interface ReceivedRequest {
+  readonly n: number;
+  /** when its headers arrived (epoch ms) */
+  readonly at: number;
+  readonly headers: Record<string, string | string[] | undefined>;
+  /** the body as sent (before inflating) */
+  readonly raw: Buffer;
+  /** the body inflated */
+  readonly body: Buffer;
+  /** the records' bodies (strings), in order */
+  readonly messages: string[];
+  /** the decoded request (protobufjs object form, or the parsed JSON) */
+  readonly decoded: Record<string, unknown>;
+}
+
+export interface Answer {
+  readonly status: number;
+  readonly headers?: Record<string, string>;
+  readonly body?: Buffer | string;
+}
+
+export interface OtlpReceiver {
+  readonly port: number;
+  readonly url: string;
+  readonly requests: ReceivedRequest[];
+  /** when each answer was sent (epoch ms), by request number */
+  readonly answeredAt: number[];
+  close(): Promise<void>;
+}
+
+/** A node:http OTLP receiver decoding with the oracle; `answer` scripts each response (default 200). */
+export async function otlpReceiver(answer: (req: ReceivedRequest) => Answer = () => ({ status: 200 })): Promise<OtlpReceiver> {
+  const { createServer } = await import('node:http');
+  const { gunzipSync } = await import('node:zlib');
+  const requests: ReceivedRequest[] = [];
+  const answeredAt: number[] = [];
+  const srv = createServer((req, res) => {
+    const at = Date.now();
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const raw = Buffer.concat(chunks);
+      const body = req.headers['content-encoding'] === 'gzip' ? gunzipSync(raw) : raw;
+      const json = String(req.headers['content-type']).startsWith('application/json');
+      const decoded = json
+        ? (JSON.parse(body.toString()) as Record<string, unknown>)
+        : (ExportLogsServiceRequest.toObject(ExportLogsServiceRequest.decode(body), { longs: String, bytes: String }) as Record<string, unknown>);
+      const messages: string[] = [];
+      for (const rl of (decoded.resourceLogs as Msg[] | undefined) ?? []) {
+        for (const sl of (rl.scopeLogs as Msg[] | undefined) ?? []) {
+          for (const r of (sl.logRecords as Msg[] | undefined) ?? []) messages.push(String((r.body as Msg | undefined)?.stringValue));
+        }
+      }
+      const got: ReceivedRequest = { n: requests.length, at, headers: req.headers, raw, body, messages, decoded };
+      requests.push(got);
+      const a = answer(got);
+      answeredAt[got.n] = Date.now();
+      res.writeHead(a.status, a.headers ?? {});
+      res.end(a.body ?? '');
+    });
+  });
+  await new Promise<void>((resolve) => srv.listen(0, '127.0.0.1', resolve));
+  const port = (srv.address() as { port: number }).port;
+  return {
+    port,
+    url: `http://127.0.0.1:${port}/v1/logs`,
+    requests,
+    answeredAt,
+    close: () =>
+      new Promise<void>((resolve) => {
+        srv.closeAllConnections();
+        srv.close(() => resolve());
+      }),
+  };
+}
+
+/** A pipeline `send`: stdin → otlp sink `out` exporting to `url`; `config` lines added to the sink's config. */
+export const otlpSenderToml = (url: string, config = ''): string => `
+status_interval_ms = 500
+[[pipelines]]
+name = "send"
+[[pipelines.plugin_sources]]
+type = "stdin"
+[[pipelines.plugin_sinks]]
+id = "out"
+type = "otlp"
+[pipelines.plugin_sinks.config]
+endpoint = "${url}"
+${config}
+`;
