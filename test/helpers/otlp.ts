@@ -171,8 +171,8 @@ export function post(port: number, body: Buffer | string, headers: Record<string
   });
 }
 
-/** A pipeline `recv`: an otlp source on 127.0.0.1:`port` (`config` lines added) → stdout as JSON; `sink` lines added to the stdout sink's config. */
-export const otlpReceiverToml = (port: number, config = '', sink = ''): string => `
+/** A pipeline `recv`: an otlp source on 127.0.0.1:`port` (`config` lines added) → stdout as JSON; `sink`: the stdout sink's config lines. */
+export const otlpReceiverToml = (port: number, config = '', sink = 'buffer_size = 5000'): string => `
 status_interval_ms = 500
 [[pipelines]]
 name = "recv"
@@ -189,7 +189,6 @@ ${config}
 id = "out"
 type = "stdout"
 [pipelines.plugin_sinks.config]
-buffer_size = 5000
 ${sink}
 `;
 

@@ -5,7 +5,7 @@
 
 import { gzipSync } from 'node:zlib';
 import test from 'ava';
-import { childPids, freePort, nodeStarter, type RunningNode, tempDir, waitFor, waitReady } from '../helpers/node.js';
+import { childPids, freePort, nodeStarter, type RunningNode, sleep, tempDir, waitFor, waitReady } from '../helpers/node.js';
 import { ExportLogsServiceRequest, ExportLogsServiceResponse, otlpReceiverToml, post, Status } from '../helpers/otlp.js';
 import { expectedEntry, sdkSend } from '../helpers/otlp-sdk.js';
 import { latestCounter } from '../helpers/status.js';
@@ -180,4 +180,60 @@ test.serial('requests by hand: 405, 415, 400 with a Status, br, a gzip bomb 413,
   t.is(latestCounter(node, 'recv', 'sources.in.total_entries'), 2);
   t.is(node.child.exitCode, null);
   t.false(node.records.some((r) => r.msg === 'Pipeline process exited unexpectedly'));
+});
+
+/** A protobuf request of records whose bodies are `prefix-<i>` for i < count. */
+const requestOf = (prefix: string, count: number): Buffer =>
+  Buffer.from(
+    ExportLogsServiceRequest.encode(
+      ExportLogsServiceRequest.fromObject({
+        resourceLogs: [{ resource: { attributes: [{ key: 'service.name', value: { stringValue: 'filler' } }] }, scopeLogs: [{ logRecords: Array.from({ length: count }, (_, i) => ({ body: { stringValue: `${prefix}-${i}` } })) }] }],
+      }),
+    ).finish(),
+  );
+
+test.serial('a stalled sink (on_full = "block"): 503 with Retry-After, nothing of that request taken; the SDK retries and everything arrives once', async (t) => {
+  t.timeout(120_000);
+  const port = await freePort();
+  const node = start('stall', otlpReceiverToml(port, 'buffer_size = 100', 'buffer_size = 100\non_full = "block"'), ['--logging.level=debug']);
+  await waitReady(node, 'otlp receiver');
+  node.child.stdout!.pause(); // nobody reads: the pipe fills, the sink stalls
+  // a filler the pipe and the queue cannot hold: it is answered once the sink moves
+  const filler = post(port, requestOf('filler', 3000), PROTO);
+  const refused: string[] = [];
+  // a probe taken before the sink stalled is answered only once the sink moves: not awaited here
+  const taken: Promise<unknown>[] = [];
+  let probes = 0;
+  await waitFor(
+    async () => {
+      const probe = `probe${probes++}`;
+      const pending = post(port, requestOf(probe, 1), PROTO);
+      const answer = await Promise.race([pending, sleep(2000).then(() => undefined)]);
+      if (answer?.status !== 503) {
+        taken.push(pending);
+        return false;
+      }
+      t.is(answer.headers['retry-after'], '1');
+      t.regex(Status.toObject(Status.decode(answer.body)).message as string, /saturated/);
+      refused.push(probe);
+      return refused.length >= 3;
+    },
+    'three requests answered 503 while the sink is stalled',
+    30_000,
+  );
+  const url = `http://127.0.0.1:${port}/v1/logs`;
+  const count = 500;
+  const sdk = sdkSend({ url, encoding: 'protobuf', gzip: true, service: 'svc-stall', host: 'h', count });
+  await waitFor(() => latestCounter(node, 'recv', 'sources.in.rejected_requests')! >= 4, 'the SDK was answered 503 too', 20_000);
+  node.child.stdout!.resume();
+  t.is((await filler).status, 200);
+  await Promise.all(taken);
+  await sdk;
+  await waitFor(() => parsed(node).filter((l) => l.source === 'svc-stall').length >= count, `${count} SDK records on stdout`, 30_000);
+  const lines = parsed(node);
+  const sdkSeen = new Map<number, number>();
+  for (const l of lines.filter((x) => x.source === 'svc-stall')) sdkSeen.set(l.fields.attributes!.n as number, (sdkSeen.get(l.fields.attributes!.n as number) ?? 0) + 1);
+  for (let n = 0; n < count; n++) t.is(sdkSeen.get(n), 1, `SDK record ${n} arrived once`);
+  t.is(lines.filter((l) => String(l.message).startsWith('filler-')).length, 3000);
+  for (const probe of refused) t.false(lines.some((l) => l.message === `${probe}-0`), `${probe} was answered 503 and not taken`);
 });
