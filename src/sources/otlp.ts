@@ -248,15 +248,22 @@ export const createOtlpSource: SourceFactory = (plugin, ctx): Source => {
         connectionsCheckingInterval: Math.max(100, Math.min(30_000, Math.floor(headersTimeout / 4))),
       };
       const srv = tlsOptions ? createHttpsServer({ ...tlsOptions, ...options }, handle) : createHttpServer(options, handle);
+      // connections past max_connections are refused before any TLS handshake (cluster workers
+      // get their sockets from the primary, so the server's own maxConnections does not apply)
+      let open = 0;
+      srv.on('connection', (s: Socket) => {
+        if (cfg.max_connections > 0 && open >= cfg.max_connections) {
+          counters.rejected_conns++;
+          s.destroy();
+          return;
+        }
+        open++;
+        s.once('close', () => open--);
+        if (!tlsOptions) onConnection(s, false);
+      });
       if (tlsOptions) {
         srv.on('secureConnection', (s: TLSSocket) => onConnection(s, true));
         countHandshakeErrors(srv, counters);
-      } else {
-        srv.on('connection', (s: Socket) => onConnection(s, false));
-      }
-      if (cfg.max_connections > 0) {
-        srv.maxConnections = cfg.max_connections;
-        srv.on('drop', () => counters.rejected_conns++);
       }
       await bind(srv, 'source', plugin.id, cfg.host, cfg.port);
       server = srv;
