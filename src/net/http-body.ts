@@ -12,7 +12,11 @@ export interface BodyBudget {
   readonly bound: number;
 }
 
-/** The body, or why there is none: over `max` (413), over the shared budget (503), or the client went away. */
+/**
+ * The body, or why there is none: over `max` (413), over the shared budget (503), or the client
+ * went away. A refusal's connection is closed once the answer `done` wrote is out, unless the
+ * body was refused before a byte of it was read (it is drained and the connection kept).
+ */
 export type BodyOutcome = Buffer | 'too_large' | 'busy' | 'aborted';
 
 /**
@@ -23,6 +27,7 @@ export function readLimitedBody(req: IncomingMessage, max: number, budget: BodyB
   const declared = Number(req.headers['content-length']);
   if (declared > max) {
     done('too_large');
+    req.socket.destroySoon();
     return;
   }
   if (declared > 0 && budget.held + declared > budget.bound) {
@@ -45,6 +50,7 @@ export function readLimitedBody(req: IncomingMessage, max: number, budget: BodyB
     over = true;
     release();
     done(outcome);
+    if (outcome === 'too_large' || outcome === 'busy') req.socket.destroySoon();
   };
   req.on('data', (chunk: Buffer) => {
     if (over) return;

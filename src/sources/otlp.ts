@@ -221,10 +221,8 @@ export const createOtlpSource: SourceFactory = (plugin, ctx): Source => {
     readLimitedBody(req, cfg.max_body_bytes, bodies, (outcome) => {
       if (outcome === 'too_large') {
         fault(res, 413, `body over max_body_bytes (${cfg.max_body_bytes})`, encoding, { Connection: 'close' });
-        req.socket.destroySoon();
       } else if (outcome === 'busy') {
         busy(res, encoding);
-        req.socket.destroySoon();
       } else if (outcome !== 'aborted') {
         void received(req, res, outcome, encoding, contentEncoding === 'identity' ? '' : contentEncoding);
       }
