@@ -20,7 +20,7 @@ import { clientTlsOptions, TLS_FIELDS, type TlsConfig } from '../net/tls.js';
 import { encodeRequest } from '../otlp/encode.js';
 import { encodeJsonRequest } from '../otlp/json.js';
 import { approxSize, groupPlaced, type Placed, placeEntry } from '../otlp/map-out.js';
-import { decodeExportResponse, mediaType, type OtlpEncoding } from '../otlp/response.js';
+import { decodeExportResponse, encodingOf, mediaType, type OtlpEncoding } from '../otlp/response.js';
 import type { Sink, SinkFactory } from './types.js';
 
 interface OtlpSinkConfig {
@@ -207,7 +207,7 @@ export const createOtlpSink: SinkFactory = (plugin, ctx): Sink => {
       failing = false;
       backoff.reset();
       outageLogged = false;
-      const partial = decodeExportResponse(body, cfg.encoding);
+      const partial = decodeExportResponse(body, encodingOf(res.headers['content-type']) ?? cfg.encoding);
       if (partial.rejected > 0) {
         const rejected = Math.min(partial.rejected, batch.placed.length);
         counters.dropped_batches += rejected;
