@@ -16,6 +16,7 @@ import { Backoff } from '../core/backoff.js';
 import { errorMessage, PluginError } from '../core/errors.js';
 import { pluginConfig, SINK_QUEUE_FIELDS } from '../core/plugin-config.js';
 import type { OnFull } from '../core/queue.js';
+import { VERSION } from '../core/version.js';
 import { clientTlsOptions, TLS_FIELDS, type TlsConfig } from '../net/tls.js';
 import { encodeRequest } from '../otlp/encode.js';
 import { encodeJsonRequest } from '../otlp/json.js';
@@ -123,7 +124,7 @@ export const createOtlpSink: SinkFactory = (plugin, ctx): Sink => {
   const log = ctx.log;
   const link = createLinkState(counters, log, remote);
   const headers: Record<string, string> = {
-    'User-Agent': 'logrelay',
+    'User-Agent': `logrelay/${VERSION}`,
     ...extraHeaders,
     'Content-Type': mediaType(cfg.encoding),
     ...(cfg.compression === 'gzip' ? { 'Content-Encoding': 'gzip' } : {}),
