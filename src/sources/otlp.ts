@@ -224,7 +224,11 @@ export const createOtlpSource: SourceFactory = (plugin, ctx): Source => {
       } else if (outcome === 'busy') {
         busy(res, encoding);
       } else if (outcome !== 'aborted') {
-        void received(req, res, outcome, encoding, contentEncoding === 'identity' ? '' : contentEncoding);
+        received(req, res, outcome, encoding, contentEncoding === 'identity' ? '' : contentEncoding).catch((err: unknown) => {
+          // not expected: the request is refused rather than the worker lost
+          ctx.log.error({ error: errorMessage(err) }, 'OTLP request failed');
+          fault(res, 500, `internal error: ${errorMessage(err)}`, encoding);
+        });
       }
     });
   };
