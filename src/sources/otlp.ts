@@ -149,7 +149,7 @@ export const createOtlpSource: SourceFactory = (plugin, ctx): Source => {
     batchDone();
   };
 
-  const received = async (req: IncomingMessage, res: ServerResponse, raw: Buffer, encoding: OtlpEncoding, contentEncoding: string) => {
+  const received = async (res: ServerResponse, raw: Buffer, encoding: OtlpEncoding, contentEncoding: string) => {
     let body: Buffer;
     try {
       body = contentEncoding === '' ? raw : await inflateLimited(raw, contentEncoding, cfg.max_body_bytes);
@@ -176,7 +176,6 @@ export const createOtlpSource: SourceFactory = (plugin, ctx): Source => {
     const { entries, rejected } = mapRequest(request, Date.now(), cfg.max_line_bytes, encoding === 'json' ? body.length : 0);
     counters.parse_errors += rejected;
     ingest(res, entries, rejected, encoding);
-    void req;
   };
 
   const handle = (req: IncomingMessage, res: ServerResponse) => {
@@ -224,7 +223,7 @@ export const createOtlpSource: SourceFactory = (plugin, ctx): Source => {
       } else if (outcome === 'busy') {
         busy(res, encoding);
       } else if (outcome !== 'aborted') {
-        received(req, res, outcome, encoding, contentEncoding === 'identity' ? '' : contentEncoding).catch((err: unknown) => {
+        received(res, outcome, encoding, contentEncoding === 'identity' ? '' : contentEncoding).catch((err: unknown) => {
           // not expected: the request is refused rather than the worker lost
           ctx.log.error({ error: errorMessage(err) }, 'OTLP request failed');
           fault(res, 500, `internal error: ${errorMessage(err)}`, encoding);
