@@ -122,7 +122,7 @@ export const createOtlpSink: SinkFactory = (plugin, ctx): Sink => {
   const backoff = new Backoff({ min_ms: cfg.backoff_min_ms, max_ms: cfg.backoff_max_ms, jitter: 0.2 });
   const counters = { connected: 0, batches_sent: 0, retries: 0, dropped_batches: 0 };
   const log = ctx.log;
-  const link = createLinkState(counters, log, remote);
+  const link = createLinkState(counters, log, remote, 'OTLP export');
   const headers: Record<string, string> = {
     'User-Agent': `logrelay/${VERSION}`,
     ...extraHeaders,
