@@ -19,6 +19,7 @@ let pki: Pki;
 let node: RunningNode;
 let plainPort = 0;
 let securePort = 0;
+let limitedPort = 0;
 const running: RunningNode[] = [];
 const start = nodeStarter(tmp, running);
 
@@ -30,6 +31,7 @@ test.before(async () => {
   pki = makePki(join(tmp.path, 'pki'), ['collector', 'edge-01', 'intruder']);
   plainPort = await freePort();
   securePort = await freePort();
+  limitedPort = await freePort();
   const server = { cert_file: pki.cert('collector'), key_file: pki.key('collector'), client_ca_file: pki.ca };
   node = start(
     'bad',
@@ -38,7 +40,15 @@ test.before(async () => {
 name = "plain"
 [pipelines.flow.format]
 type = "json"
-${localPluginToml('sources', 'in', 'otlp', plainPort, 'read_timeout_ms = 1500\nmax_connections = 2')}
+${localPluginToml('sources', 'in', 'otlp', plainPort, 'read_timeout_ms = 1500')}
+[[pipelines.plugin_sinks]]
+type = "stdout"
+
+[[pipelines]]
+name = "limited"
+[pipelines.flow.format]
+type = "json"
+${localPluginToml('sources', 'in', 'otlp', limitedPort, 'max_connections = 2')}
 [[pipelines.plugin_sinks]]
 type = "stdout"
 
@@ -55,17 +65,17 @@ type = "stdout"
     ['--logging.level=debug'],
   );
   await waitReady(node, 'otlp node');
-  await waitFor(() => node.records.filter((r) => r.msg === 'Starting pipeline').length === 2, 'both pipelines started');
+  await waitFor(() => node.records.filter((r) => r.msg === 'Starting pipeline').length === 3, 'the three pipelines started');
 });
 test.after.always(async () => {
   await Promise.all(running.map((n) => n.stop(5000)));
   tmp.remove();
 });
 
-/** A raw connection to the plain source; resolves with it once connected. */
-function open(): Promise<Socket> {
+/** A raw connection to the plain source (or `port`); resolves with it once connected. */
+function open(port = plainPort): Promise<Socket> {
   return new Promise((resolve, reject) => {
-    const s = connect(plainPort, '127.0.0.1', () => resolve(s));
+    const s = connect(port, '127.0.0.1', () => resolve(s));
     s.on('error', reject);
   });
 }
@@ -113,18 +123,18 @@ test.serial('a body slower than read_timeout_ms is cut off and nothing of it is 
 });
 
 test.serial('connections beyond max_connections are refused; a freed slot takes the next', async (t) => {
-  const before = latestCounter(node, 'plain', 'sources.in.rejected_conns') ?? 0;
-  const held = [await open(), await open()];
-  await waitFor(() => latestCounter(node, 'plain', 'sources.in.active_connections') === 2, 'two connections held');
-  const third = await open().catch(() => undefined);
+  const before = latestCounter(node, 'limited', 'sources.in.rejected_conns') ?? 0;
+  const held = [await open(limitedPort), await open(limitedPort)];
+  await waitFor(() => latestCounter(node, 'limited', 'sources.in.active_connections') === 2, 'two connections held');
+  const third = await open(limitedPort).catch(() => undefined);
   if (third) {
     third.on('error', () => {});
     await closedWithin(third, 5000, 'the third connection');
   }
-  await waitFor(() => (latestCounter(node, 'plain', 'sources.in.rejected_conns') ?? 0) > before, 'rejected_conns counted');
+  await waitFor(() => (latestCounter(node, 'limited', 'sources.in.rejected_conns') ?? 0) > before, 'rejected_conns counted');
   for (const s of held) s.destroy();
-  await waitFor(() => latestCounter(node, 'plain', 'sources.in.active_connections') === 0, 'the held connections gone');
-  t.is((await post(plainPort, body('after the slot freed'), PROTO)).status, 200);
+  await waitFor(() => latestCounter(node, 'limited', 'sources.in.active_connections') === 0, 'the held connections gone');
+  t.is((await post(limitedPort, body('after the slot freed'), PROTO)).status, 200);
   await waitFor(() => node.out.some((l) => l.includes('after the slot freed')), 'the record of a freed slot delivered');
 });
 
