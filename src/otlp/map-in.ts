@@ -2,7 +2,6 @@
 // record and its resource, everything else kept in `fields` so the way out can rebuild it.
 
 import { type Entry, type Level, normaliseLevel } from '../core/entry.js';
-import { isoTime } from '../core/entry-json.js';
 import type { Attributes, OtlpLogRecord, OtlpRequest } from './model.js';
 
 /** The attribute that carries an entry's id (DESIGN.md §14) through OTLP hops. */
@@ -16,10 +15,17 @@ export function levelOf(severityNumber: number, severityText: string): Level | u
   return severityText ? normaliseLevel(severityText) : undefined;
 }
 
-/** RFC 3339 with nine fraction digits. */
+let lastSecond = Number.NaN;
+let lastPrefix = '';
+
+/** RFC 3339 with nine fraction digits; records of a request share their second, so its text is made once. */
 export function nanoTime(ms: number, ns: number): string {
-  const iso = isoTime(ms);
-  return `${iso.slice(0, -1)}${String(ns).padStart(6, '0')}Z`;
+  const second = Math.floor(ms / 1000);
+  if (second !== lastSecond) {
+    lastPrefix = new Date(second * 1000).toISOString().slice(0, -5); // without ".000Z"
+    lastSecond = second;
+  }
+  return `${lastPrefix}.${String((ms - second * 1000) * 1_000_000 + ns).padStart(9, '0')}Z`;
 }
 
 export interface MapInResult {

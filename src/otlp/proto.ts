@@ -140,7 +140,9 @@ export class ProtoReader {
 
   string(): string {
     const start = this.span();
-    return start === this.pos ? '' : this.buf.toString('utf8', start, this.pos);
+    const end = this.pos;
+    if (end - start <= SHORT_STRING) return shortString(this.buf, start, end);
+    return this.buf.toString('utf8', start, end);
   }
 
   /** Bytes as lower-case hex (trace and span ids). */
@@ -191,6 +193,39 @@ export class ProtoReader {
         throw new ProtoError(`invalid wire type ${wire} at offset ${this.pos}`);
     }
   }
+}
+
+/**
+ * Short strings (attribute keys, severity texts, small values) repeat from record to record:
+ * they are kept by their bytes, so a repeat costs a hash and a compare instead of a decode and an
+ * allocation, and a key is the same string each time (object properties set with it stay fast).
+ */
+const SHORT_STRING = 32;
+const CACHE_SLOTS = 4096;
+const cachedBytes: (Uint8Array | undefined)[] = new Array<Uint8Array | undefined>(CACHE_SLOTS);
+const cachedStrings: string[] = new Array<string>(CACHE_SLOTS);
+
+function shortString(buf: Buffer, start: number, end: number): string {
+  const len = end - start;
+  if (len === 0) return '';
+  let h = len;
+  for (let i = start; i < end; i++) h = (Math.imul(h, 31) + buf[i]!) | 0;
+  const slot = (h ^ (h >>> 15)) & (CACHE_SLOTS - 1);
+  const bytes = cachedBytes[slot];
+  if (bytes !== undefined && bytes.length === len) {
+    let same = true;
+    for (let i = 0; i < len; i++) {
+      if (bytes[i] !== buf[start + i]) {
+        same = false;
+        break;
+      }
+    }
+    if (same) return cachedStrings[slot]!;
+  }
+  const s = buf.toString('utf8', start, end);
+  cachedBytes[slot] = new Uint8Array(buf.subarray(start, end)); // a copy: the request's buffer is not kept
+  cachedStrings[slot] = s;
+  return s;
 }
 
 /** Epoch nanoseconds as whole milliseconds and the nanoseconds past them (0 to 999,999). */
