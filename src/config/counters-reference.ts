@@ -29,7 +29,7 @@ export interface CounterSection {
   readonly counters: readonly CounterDecl[];
 }
 
-const LISTENERS = ['tcp_chain', 'http_chain', 'syslog'];
+const LISTENERS = ['tcp_chain', 'http_chain', 'syslog', 'otlp'];
 
 export const COUNTER_SECTIONS: readonly CounterSection[] = [
   {
@@ -64,15 +64,20 @@ export const COUNTER_SECTIONS: readonly CounterSection[] = [
         doc: 'an open entry was emitted because no line came for `timeout_ms` (normal for the last trace of a quiet file)',
       },
       { name: 'active_connections', owners: LISTENERS, gauge: true, doc: 'links, requests or syslog connections open now' },
-      { name: 'rejected_conns', owners: ['tcp_chain', 'syslog'], doc: 'connections refused over `max_connections`' },
+      { name: 'rejected_conns', owners: ['tcp_chain', 'syslog', 'otlp'], doc: 'connections refused over `max_connections`' },
       {
         name: 'parse_errors',
         owners: [...LISTENERS, 'nats', 'file', 'stdin'],
-        doc: 'lines, hellos or messages that were not valid (wrong protocol version, not JSON, over `max_line_bytes`, no syslog PRI): a misconfigured or foreign peer; for `file` (with `container_format`), lines not in the container format, emitted as plain text',
+        doc: 'lines, hellos or messages that were not valid (wrong protocol version, not JSON, over `max_line_bytes`, no syslog PRI): a misconfigured or foreign peer; for `otlp`, a request body that does not inflate or decode, and each record over `max_line_bytes` once mapped; for `file` (with `container_format`), lines not in the container format, emitted as plain text',
       },
       { name: 'tls_handshake_errors', owners: LISTENERS, doc: 'failed TLS handshakes: a client without a valid certificate, or a plain-text client on a TLS port' },
       { name: 'auth_rejected', owners: LISTENERS, doc: 'clients with a valid certificate whose identity is not in `allow` (each logged WARN `Authorization rejected`)' },
-      { name: 'total_requests', owners: ['http_chain'], doc: 'POSTs received' },
+      { name: 'total_requests', owners: ['http_chain', 'otlp'], doc: 'requests received' },
+      {
+        name: 'rejected_requests',
+        owners: ['otlp'],
+        doc: 'requests answered 4xx or 5xx (405, 415, 400, 413, 403, 404, and 503 while the pipeline is saturated: the exporter retries those)',
+      },
       { name: 'truncated_messages', owners: ['syslog'], doc: 'frames over `max_message_bytes` were cut' },
       { name: 'connected', owners: ['nats'], gauge: true, doc: '1 while the connection to a NATS server is up' },
       { name: 'reconnects', owners: ['nats'], doc: 'lost connections to the NATS servers; steady growth means the servers are down or refusing' },
@@ -160,7 +165,7 @@ export const COUNTER_SECTIONS: readonly CounterSection[] = [
       { name: 'rejected_clients', owners: ['http'], doc: 'clients refused over `max_connections`' },
       { name: 'tls_handshake_errors', owners: ['tcp', 'http'], doc: 'failed TLS handshakes of clients' },
       { name: 'auth_rejected', owners: ['tcp', 'http'], doc: 'clients whose certificate identity is not in `allow`' },
-      { name: 'connected', owners: ['tcp_chain', 'http_chain', 'syslog', 'nats'], gauge: true, doc: '1 while the link is up' },
+      { name: 'connected', owners: ['tcp_chain', 'http_chain', 'syslog', 'nats', 'otlp'], gauge: true, doc: '1 while the link is up' },
       {
         name: 'reconnects',
         owners: ['tcp_chain', 'http_chain', 'syslog', 'nats'],
@@ -168,8 +173,13 @@ export const COUNTER_SECTIONS: readonly CounterSection[] = [
       },
       { name: 'unacked', owners: ['tcp_chain', 'nats'], gauge: true, doc: 'entries sent but not yet acknowledged; growing means the next node is slow to deliver' },
       { name: 'synthesized', owners: ['tcp_chain', 'http_chain'], doc: 'entries that lacked `time` or `source` and were completed before sending' },
-      { name: 'batches_sent', owners: ['http_chain'], doc: 'batches the peer acknowledged' },
-      { name: 'dropped_batches', owners: ['http_chain'], doc: 'batches the peer refused for good (a status other than 408, 429, 5xx), each logged ERROR; metric reason `batch_rejected`' },
+      { name: 'batches_sent', owners: ['http_chain', 'otlp'], doc: 'batches the peer acknowledged (for `otlp`: any 2xx)' },
+      {
+        name: 'dropped_batches',
+        owners: ['http_chain', 'otlp'],
+        doc: '`http_chain`: batches the peer refused for good (a status other than 408, 429, 5xx), each logged ERROR; `otlp`: entries (not batches) the receiver refused: a status other than 2xx, 429, 502, 503, 504 or a 413 of a single entry (ERROR `OTLP export rejected`), and `partial_success.rejected_log_records` (WARN `OTLP records rejected`); metric reason `batch_rejected`',
+      },
+      { name: 'retries', owners: ['otlp'], doc: 'requests that failed and will be sent again (429, 502, 503, 504, timeouts, network errors)' },
       { name: 'published', owners: ['nats'], doc: 'entries JetStream acknowledged (in batches of up to `max_batch_count` per message)' },
       { name: 'retried', owners: ['nats'], doc: 'entries published again in their batch (no acknowledgement within `request_timeout_ms`, an error reply, no stream yet, or a reconnect)' },
     ],
@@ -192,7 +202,7 @@ const METRIC_SOURCES: Readonly<Record<string, string>> = {
   logrelay_parse_errors_total: '`parse_errors`',
   logrelay_rejected_connections_total: 'reasons `max_connections` (`rejected_conns`/`rejected_clients`), `auth` (`auth_rejected`), `tls` (`tls_handshake_errors`)',
   logrelay_clients: '`active_clients`, `active_connections`',
-  logrelay_chain_connected: '`connected` of chain, syslog and nats sinks and of the nats source',
+  logrelay_chain_connected: '`connected` of chain, syslog, nats and otlp sinks and of the nats source',
   logrelay_chain_unacked_entries: '`unacked` of `tcp_chain` and nats sinks and of the nats source',
   logrelay_chain_reconnects_total: '`reconnects` of chain, syslog and nats sinks and of the nats source',
   logrelay_file_lag_bytes: '`lag_bytes`',

@@ -7,7 +7,7 @@ import { joinPath } from './spec.js';
 
 /** Plugin types that listen on `host`/`port` (default host 0.0.0.0). */
 const LISTENERS: Readonly<Record<'source' | 'sink', ReadonlySet<string>>> = {
-  source: new Set(['tcp_chain', 'http_chain', 'syslog']),
+  source: new Set(['tcp_chain', 'http_chain', 'syslog', 'otlp']),
   sink: new Set(['tcp', 'http']),
 };
 

@@ -12,6 +12,7 @@ import { CHAIN_SOURCE_BUFFER_SIZE, type ChainSourceConfig, chainSourceConfig, ch
 import type { PluginSpec } from '../config/spec.js';
 import { doneBy } from '../core/ack.js';
 import type { Entry } from '../core/entry.js';
+import { readLimitedBody } from '../net/http-body.js';
 import { bind, countHandshakeErrors } from '../net/listener.js';
 import { closeSession, openSession, type Session } from '../net/session.js';
 import { serverSecurity } from '../net/tls.js';
@@ -70,9 +71,7 @@ export const createHttpChainSource: SourceFactory = (plugin, ctx): Source => {
   let started = false;
   let paused = false;
   let stopping = false;
-  /** body bytes held by requests under way */
-  let receiving = 0;
-  const receivingBound = cfg.max_body_bytes * BODIES_IN_MEMORY;
+  const bodies = { held: 0, bound: cfg.max_body_bytes * BODIES_IN_MEMORY };
   const busy = (res: ServerResponse) => json(res, 503, { error: stopping ? 'shutting down' : 'busy' }, { 'Retry-After': String(RETRY_AFTER_S) });
 
   const onConnection = (socket: Socket, tls: boolean) => {
@@ -182,60 +181,14 @@ export const createHttpChainSource: SourceFactory = (plugin, ctx): Source => {
       busy(res);
       return;
     }
-    const declared = Number(req.headers['content-length']);
-    if (declared > cfg.max_body_bytes) {
-      json(res, 413, { error: `body over max_body_bytes (${cfg.max_body_bytes})` }, { Connection: 'close' });
-      req.socket.destroySoon();
-      return;
-    }
-    if (declared > 0 && receiving + declared > receivingBound) {
-      req.resume();
-      busy(res);
-      return;
-    }
-    const chunks: Buffer[] = [];
-    let size = 0;
-    // A declared length is reserved at once; a body without one reserves as it arrives.
-    let reserved = declared > 0 ? declared : 0;
-    receiving += reserved;
-    let over = false;
-    const release = () => {
-      receiving -= reserved;
-      reserved = 0;
-      chunks.length = 0;
-    };
-    const refuse = (answer: () => void) => {
-      over = true;
-      release();
-      answer();
-      req.socket.destroySoon();
-    };
-    req.on('data', (chunk: Buffer) => {
-      if (over) return;
-      size += chunk.length;
-      if (size > reserved) {
-        receiving += size - reserved;
-        reserved = size;
+    readLimitedBody(req, cfg.max_body_bytes, bodies, (outcome) => {
+      if (outcome === 'too_large') {
+        json(res, 413, { error: `body over max_body_bytes (${cfg.max_body_bytes})` }, { Connection: 'close' });
+      } else if (outcome === 'busy') {
+        busy(res);
+      } else if (outcome !== 'aborted') {
+        ingest(req, res, peer, outcome);
       }
-      if (size > cfg.max_body_bytes) {
-        refuse(() => json(res, 413, { error: `body over max_body_bytes (${cfg.max_body_bytes})` }, { Connection: 'close' }));
-        return;
-      }
-      if (receiving > receivingBound) {
-        refuse(() => busy(res));
-        return;
-      }
-      chunks.push(chunk);
-    });
-    req.on('close', () => {
-      if (!over) release();
-    });
-    req.on('end', () => {
-      if (over) return;
-      const body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size);
-      release();
-      over = true;
-      ingest(req, res, peer, body);
     });
   };
 

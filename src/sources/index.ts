@@ -5,13 +5,14 @@ import type { PluginSpec } from '../config/spec.js';
 import { createFileSource, FILE_SOURCE } from './file.js';
 import { createHttpChainSource, HTTP_CHAIN_SOURCE } from './http-chain.js';
 import { createNatsSource, NATS_SOURCE } from './nats.js';
+import { createOtlpSource, OTLP_SOURCE } from './otlp.js';
 import { createRandomSource, RANDOM_SOURCE } from './random.js';
 import { createStdinSource, STDIN_SOURCE } from './stdin.js';
 import { createSyslogSource, SYSLOG_SOURCE } from './syslog.js';
 import { createTcpChainSource, TCP_CHAIN_SOURCE } from './tcp-chain.js';
 import type { SourceFactory } from './types.js';
 
-export type SourceType = 'random' | 'file' | 'stdin' | 'tcp_chain' | 'http_chain' | 'nats' | 'syslog';
+export type SourceType = 'random' | 'file' | 'stdin' | 'tcp_chain' | 'http_chain' | 'nats' | 'syslog' | 'otlp';
 
 export const SOURCES = {
   random: createRandomSource,
@@ -21,6 +22,7 @@ export const SOURCES = {
   http_chain: createHttpChainSource,
   nats: createNatsSource,
   syslog: createSyslogSource,
+  otlp: createOtlpSource,
 } satisfies Record<SourceType, SourceFactory>;
 
 /** What docs/configuration.md and `check --explain` say about each type; the factories validate with these fields. */
@@ -32,6 +34,7 @@ export const SOURCE_SPECS = {
   http_chain: HTTP_CHAIN_SOURCE,
   nats: NATS_SOURCE,
   syslog: SYSLOG_SOURCE,
+  otlp: OTLP_SOURCE,
 } satisfies Record<SourceType, PluginSpec>;
 
 export function sourceFactory(type: string): SourceFactory | undefined {

@@ -21,7 +21,7 @@ test.serial('every counter a running node reports is declared (and documented) f
   const dir = ownedTempDir(t);
   mkdirSync(join(dir.path, 'in'));
   writeFileSync(join(dir.path, 'in', 'app.log'), 'one\ntwo\n');
-  const [admin, tcpChain, httpChain, syslog, tcp, http] = await Promise.all([freePort(), freePort(), freePort(), freePort(), freePort(), freePort()]);
+  const [admin, tcpChain, httpChain, syslog, tcp, http, otlp] = await Promise.all([freePort(), freePort(), freePort(), freePort(), freePort(), freePort(), freePort()]);
   const toml = `status_interval_ms = 300
 data_dir = ${JSON.stringify(join(dir.path, 'data'))}
 [admin]
@@ -32,13 +32,17 @@ name = "out"
 rate = 100000
 [pipelines.flow.dedup]
 enabled = true
-${randomSourceToml('interval_ms = 100')}${sinkToml('null', 'null')}${sinkToml('stdout', 'stdout')}${fileSinkToml('file', join(dir.path, 'out'))}${localPluginToml('sinks', 'tcp', 'tcp', tcp)}${localPluginToml('sinks', 'http', 'http', http)}${chainSinkToml('tcp_chain', 'tcp_chain', tcpChain, 'me')}${chainSinkToml('http_chain', 'http_chain', httpChain, 'me')}${localPluginToml('sinks', 'syslog', 'syslog', syslog)}${natsSinkToml('nats', servers, 'subject = "logs.app"')}
+${randomSourceToml('interval_ms = 100')}${sinkToml('null', 'null')}${sinkToml('stdout', 'stdout')}${fileSinkToml('file', join(dir.path, 'out'))}${localPluginToml('sinks', 'tcp', 'tcp', tcp)}${localPluginToml('sinks', 'http', 'http', http)}${chainSinkToml('tcp_chain', 'tcp_chain', tcpChain, 'me')}${chainSinkToml('http_chain', 'http_chain', httpChain, 'me')}${localPluginToml('sinks', 'syslog', 'syslog', syslog)}${natsSinkToml('nats', servers, 'subject = "logs.app"')}[[pipelines.plugin_sinks]]
+id = "otlp"
+type = "otlp"
+[pipelines.plugin_sinks.config]
+endpoint = "http://127.0.0.1:${otlp}/v1/logs"
 [[pipelines]]
 name = "in"
 ${fileSourceToml('file', join(dir.path, 'in'))}[[pipelines.plugin_sources]]
 id = "stdin"
 type = "stdin"
-${chainSourceToml('tcp_chain', 'tcp_chain', tcpChain)}${chainSourceToml('http_chain', 'http_chain', httpChain)}${localPluginToml('sources', 'syslog', 'syslog', syslog)}${natsSourceToml('nats', servers, 'LOGS', 'docs')}${sinkToml('null', 'null')}
+${chainSourceToml('tcp_chain', 'tcp_chain', tcpChain)}${chainSourceToml('http_chain', 'http_chain', httpChain)}${localPluginToml('sources', 'syslog', 'syslog', syslog)}${natsSourceToml('nats', servers, 'LOGS', 'docs')}${localPluginToml('sources', 'otlp', 'otlp', otlp)}${sinkToml('null', 'null')}
 [[pipelines]]
 name = "any"
 fanout = "any"
@@ -48,7 +52,7 @@ ${randomSourceToml('interval_ms = 1000')}${sinkToml('a', 'null')}${sinkToml('b',
     const s = await adminStatus(admin).catch(() => undefined);
     const inCounters = s?.pipelines.in?.counters;
     // every source has reported, and entries crossed the chain, syslog and nats links
-    return inCounters && ['tcp_chain', 'http_chain', 'syslog', 'nats'].every((id) => (inCounters.sources[id]?.total_entries ?? 0) > 0) ? s : undefined;
+    return inCounters && ['tcp_chain', 'http_chain', 'syslog', 'nats', 'otlp'].every((id) => (inCounters.sources[id]?.total_entries ?? 0) > 0) ? s : undefined;
   }, 'entries through every link', 60_000);
   const reported = new Set<string>();
   for (const p of Object.values(status.pipelines)) {
