@@ -33,13 +33,29 @@ export function jsonString(s: string): string {
 
 let lastMs = Number.NaN;
 let lastIso = '';
+let lastSecond = Number.NaN;
+/** the last second's text up to its fraction: `YYYY-MM-DDTHH:MM:SS.` */
+let secondPrefix = '';
 
-/** RFC 3339 with milliseconds, UTC; the last one is remembered (entries of one read share it). */
+/**
+ * RFC 3339 with milliseconds, UTC; the last one is remembered (entries of one read share it), and
+ * so is its second: entries with their own times (container runtimes write one per line) mostly
+ * differ in the milliseconds alone, written without another toISOString.
+ */
 export function isoTime(ms: number): string {
-  if (ms !== lastMs) {
-    lastIso = new Date(ms).toISOString();
-    lastMs = ms;
+  if (ms === lastMs) return lastIso;
+  // a Date drops a fraction of a millisecond toward 0
+  const whole = Math.trunc(ms);
+  const second = Math.floor(whole / 1000);
+  if (second !== lastSecond) {
+    lastIso = new Date(whole).toISOString();
+    secondPrefix = lastIso.slice(0, -4);
+    lastSecond = second;
+  } else {
+    const frac = whole - second * 1000;
+    lastIso = `${secondPrefix}${frac < 10 ? '00' : frac < 100 ? '0' : ''}${frac}Z`;
   }
+  lastMs = ms;
   return lastIso;
 }
 
