@@ -80,3 +80,15 @@ test('isoTime remembers the last time but never mixes two up', (t) => {
   t.is(isoTime(1), '1970-01-01T00:00:00.001Z');
   t.is(isoTime(0), '1970-01-01T00:00:00.000Z');
 });
+
+test('isoTime writes what toISOString writes for times within one second and across seconds, fractions and negatives included', (t) => {
+  const next = xorshift(4242);
+  let bad = 0;
+  for (let i = 0; i < 50_000; i++) {
+    const r = next();
+    // mostly close to the one before (a runtime's times), sometimes anywhere in the Date range
+    const ms = r < 0.9 ? 1_700_000_000_000 + Math.floor(next() * 3000) : r < 0.95 ? (next() - 0.5) * 1.7e16 : -Math.floor(next() * 3000) - 0.5 * (i % 2);
+    if (isoTime(ms) !== new Date(ms).toISOString()) bad++;
+  }
+  t.is(bad, 0);
+});
