@@ -66,6 +66,23 @@ export function hasKeys(o: object): boolean {
 }
 
 /**
+ * A fields object as JSON.stringify writes it, string values (the common case: a container
+ * line's stream and time) through jsonString: JSON.stringify of a small object cost a third of
+ * a CRI line's time in the json format.
+ */
+export function fieldsJson(fields: Readonly<Record<string, unknown>>): string {
+  let s = '';
+  for (const key of Object.keys(fields)) {
+    const value = fields[key];
+    const json = typeof value === 'string' ? jsonString(value) : (JSON.stringify(value) as string | undefined);
+    // what JSON.stringify leaves out (undefined, functions, symbols)
+    if (json === undefined) continue;
+    s += `${s === '' ? '{' : ','}${jsonString(key)}:${json}`;
+  }
+  return s === '' ? '{}' : `${s}}`;
+}
+
+/**
  * `{"time":…,"node":…,"source":…,"level":…,"message":…,"fields":…,"id":…}`: empty node, source,
  * level and fields are left out; `id` only when `withId` and present.
  */
@@ -75,7 +92,7 @@ export function entryJson(e: Entry, time: number, source: string, message: strin
   if (source) s += `,"source":${jsonString(source)}`;
   if (e.level) s += `,"level":"${e.level}"`;
   s += `,"message":${jsonString(message)}`;
-  if (e.fields && hasKeys(e.fields)) s += `,"fields":${JSON.stringify(e.fields)}`;
+  if (e.fields && hasKeys(e.fields)) s += `,"fields":${fieldsJson(e.fields)}`;
   if (withId && typeof e.id === 'string') s += `,"id":${jsonString(e.id)}`;
   return `${s}}`;
 }

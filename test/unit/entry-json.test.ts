@@ -3,7 +3,7 @@
 // corner of UTF-16 (controls, quotes, backslashes, lone and paired surrogates, U+2028).
 
 import test from 'ava';
-import { entryJson, isoTime, jsonString } from '../../src/core/entry-json.js';
+import { entryJson, fieldsJson, isoTime, jsonString } from '../../src/core/entry-json.js';
 import type { Entry, Level } from '../../src/core/entry.js';
 import { xorshift } from '../helpers/random.js';
 
@@ -91,4 +91,14 @@ test('isoTime writes what toISOString writes for times within one second and acr
     if (isoTime(ms) !== new Date(ms).toISOString()) bad++;
   }
   t.is(bad, 0);
+});
+
+test('fieldsJson writes what JSON.stringify writes: values it leaves out, numbers, nesting, key order, escapes', (t) => {
+  const cases: Record<string, unknown>[] = [
+    {},
+    { a: undefined },
+    { stream: 'stdout', time_nanos: '2026-11-25T10:45:00.123456789Z', k8s: { namespace: 'shop', restart_count: 0 } },
+    { 2: 'two', 1: 'one', b: 'x', a: null, f: () => 1, n: Number.NaN, d: new Date(0), q: 'say "hi"\n', s: Symbol('s') },
+  ];
+  for (const c of cases) t.is(fieldsJson(c), JSON.stringify(c));
 });
