@@ -72,14 +72,28 @@ export function hasKeys(o: object): boolean {
  */
 export function fieldsJson(fields: Readonly<Record<string, unknown>>): string {
   let s = '';
-  for (const key of Object.keys(fields)) {
+  for (const key in fields) {
+    if (!Object.hasOwn(fields, key)) continue;
     const value = fields[key];
     const json = typeof value === 'string' ? jsonString(value) : (JSON.stringify(value) as string | undefined);
     // what JSON.stringify leaves out (undefined, functions, symbols)
     if (json === undefined) continue;
-    s += `${s === '' ? '{' : ','}${jsonString(key)}:${json}`;
+    s += `${s === '' ? '{' : ','}${keyJson(key)}:${json}`;
   }
   return s === '' ? '{}' : `${s}}`;
+}
+
+/** Field names written so far, encoded: a pipeline's entries mostly share a few. */
+const KEYS = new Map<string, string>();
+const MAX_KEYS = 1024;
+
+function keyJson(key: string): string {
+  let json = KEYS.get(key);
+  if (json === undefined) {
+    json = jsonString(key);
+    if (KEYS.size < MAX_KEYS) KEYS.set(key, json);
+  }
+  return json;
 }
 
 /**
