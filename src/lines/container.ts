@@ -19,9 +19,11 @@ function secondsOf(text: string): number {
   const mi = Number(text.slice(14, 16));
   const s = Number(text.slice(17, 19));
   if (mo < 1 || mo > 12 || d < 1 || h > 23 || mi > 59 || s > 59) return Number.NaN;
-  const t = Date.UTC(y, mo - 1, d, h, mi, s);
+  const date = new Date(Date.UTC(y, mo - 1, d, h, mi, s));
+  // Date.UTC takes years 0 to 99 as 1900 to 1999
+  if (y < 100) date.setUTCFullYear(y, mo - 1, d);
   // a day past its month's end would roll over into the next
-  return new Date(t).getUTCDate() === d ? t : Number.NaN;
+  return date.getUTCDate() === d ? date.getTime() : Number.NaN;
 }
 
 let lastSecondText = '';

@@ -4,7 +4,7 @@
 // docker json-file pieces, garbage lines; kubelet-style rotation (rename, new file, gzip, delete)
 // while writing.
 
-import { closeSync, mkdirSync, openSync, readFileSync, renameSync, unlinkSync, writeFileSync, writeSync, appendFileSync } from 'node:fs';
+import { appendFileSync, closeSync, mkdirSync, openSync, readFileSync, renameSync, symlinkSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import test from 'ava';
@@ -185,4 +185,19 @@ test.serial('kubelet-style rotation while writing: every line once, nothing read
   t.is(entries(node.out).filter((e) => e.fields?.stream === 'stderr').length, Math.ceil(n / 7), 'streams kept');
   await waitFor(() => (latestCounter(node, 'p', 'sources.pods.rotations') ?? 0) >= 3, 'three rotations counted');
   t.is(latestCounter(node, 'p', 'sources.pods.parse_errors'), 0);
+});
+
+test.serial('a /var/log/containers link: source and fields.k8s from the pod log it leads to', async (t) => {
+  const root = ownedTempDir(t);
+  const T = '2026-11-25T10:45:00.000000001Z';
+  const target = podLog(root, 'shop', 'cart-1', 'uid-a', 'app', 4);
+  writeFileSync(target, cri(T, 'stdout', 'F', 'through the link'));
+  const links = join(root.path, 'containers');
+  mkdirSync(links);
+  symlinkSync(target, join(links, `cart-1_shop_app-${'c'.repeat(64)}.log`));
+  const node = startNodeInDir(t, root, podsPipeline(join(links, '*.log')));
+  await waitFor(() => entries(node.out).length === 1, 'the line');
+  const [e] = entries(node.out);
+  t.is(e!.source, 'app');
+  t.deepEqual(e!.fields?.k8s, { namespace: 'shop', pod: 'cart-1', pod_uid: 'uid-a', container: 'app', restart_count: 4 });
 });

@@ -298,6 +298,34 @@ type = "stdout"
   t.is(await node.stop(), 0);
 });
 
+test.serial('with directory events, a file born just before a reload is read by whichever generation sees it first, whole and once', async (t) => {
+  const { dir, logs } = withLogsDir(t);
+  const cfgFile = dir.file(
+    'node.toml',
+    `status_interval_ms = 200
+[[pipelines]]
+name = "files"
+[[pipelines.plugin_sources]]
+id = "tail"
+type = "file"
+config = { directory = "${logs}", from = "start", check_interval_ms = 600000 }
+[[pipelines.plugin_sinks]]
+id = "out"
+type = "stdout"
+`,
+  );
+  const node = spawnOwnedNode(t, ['-c', cfgFile, '--logging.level=debug']);
+  await waitFor(() => latestStatus(node, 'files')?.['sources.tail.active_watchers'] === 0, 'the first generation running');
+  // the old generation's events most often find it first and hand its position over
+  writeFileSync(join(logs, 'new.log'), 'new-000001\nnew-000002\n');
+  node.signal('SIGHUP');
+  await waitFor(() => reloaded(node) === 1, 'reloaded');
+  appendFileSync(join(logs, 'new.log'), 'new-000003\n');
+  await waitFor(() => countsOf(node.out, 'new').size === 3, 'every line of the new file');
+  assertExactlyOnce(t, node.out, 'new', 3);
+  t.is(await node.stop(), 0);
+});
+
 /** Pipeline `files`: file source `tail` on `logs` with `pattern` (checked every 100 ms) → stdout; reports every 200 ms. */
 const patternConfig = (logs: string, pattern: string) => `status_interval_ms = 200
 [[pipelines]]

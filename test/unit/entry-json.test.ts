@@ -3,7 +3,7 @@
 // corner of UTF-16 (controls, quotes, backslashes, lone and paired surrogates, U+2028).
 
 import test from 'ava';
-import { entryJson, isoTime, jsonString } from '../../src/core/entry-json.js';
+import { entryJson, fieldsJson, isoTime, jsonString } from '../../src/core/entry-json.js';
 import type { Entry, Level } from '../../src/core/entry.js';
 import { xorshift } from '../helpers/random.js';
 
@@ -79,4 +79,26 @@ test('isoTime remembers the last time but never mixes two up', (t) => {
   t.is(isoTime(0), '1970-01-01T00:00:00.000Z');
   t.is(isoTime(1), '1970-01-01T00:00:00.001Z');
   t.is(isoTime(0), '1970-01-01T00:00:00.000Z');
+});
+
+test('isoTime writes what toISOString writes for times within one second and across seconds, fractions and negatives included', (t) => {
+  const next = xorshift(4242);
+  let bad = 0;
+  for (let i = 0; i < 50_000; i++) {
+    const r = next();
+    // mostly close to the one before (a runtime's times), sometimes anywhere in the Date range
+    const ms = r < 0.9 ? 1_700_000_000_000 + Math.floor(next() * 3000) : r < 0.95 ? (next() - 0.5) * 1.7e16 : -Math.floor(next() * 3000) - 0.5 * (i % 2);
+    if (isoTime(ms) !== new Date(ms).toISOString()) bad++;
+  }
+  t.is(bad, 0);
+});
+
+test('fieldsJson writes what JSON.stringify writes: values it leaves out, numbers, nesting, key order, escapes', (t) => {
+  const cases: Record<string, unknown>[] = [
+    {},
+    { a: undefined },
+    { stream: 'stdout', time_nanos: '2026-11-25T10:45:00.123456789Z', k8s: { namespace: 'shop', restart_count: 0 } },
+    { 2: 'two', 1: 'one', b: 'x', a: null, f: () => 1, n: Number.NaN, d: new Date(0), q: 'say "hi"\n', s: Symbol('s') },
+  ];
+  for (const c of cases) t.is(fieldsJson(c), JSON.stringify(c));
 });

@@ -287,8 +287,8 @@ test('file source config: exactly one path form, absolute globs, pattern only wi
 });
 
 test('the hand-read CRI time agrees with Date.parse, and refuses what Date.parse refuses', (t) => {
-  for (const time of ['2026-11-25T10:45:00.123456789Z', '2026-11-25T10:45:00Z', '2026-11-25T10:45:00.5+02:00', '2026-11-25T10:45:00.12-01:30', '2024-02-29T23:59:59.999Z']) {
+  for (const time of ['2026-11-25T10:45:00.123456789Z', '2026-11-25T10:45:00Z', '2026-11-25T10:45:00.5+02:00', '2026-11-25T10:45:00.12-01:30', '2024-02-29T23:59:59.999Z', '0050-06-01T00:00:00Z', '0004-02-29T12:00:00Z']) {
     t.is(parseCri(`${time} stdout F x`)?.time, Date.parse(time), time);
   }
-  for (const time of ['2026-02-30T10:45:00Z', '2026-11-25T24:00:00Z', '2026-11-25T10:60:00Z', '2026-00-25T10:45:00Z']) t.is(parseCri(`${time} stdout F x`), undefined, time);
+  for (const time of ['2026-02-30T10:45:00Z', '0003-02-29T12:00:00Z', '2026-11-25T24:00:00Z', '2026-11-25T10:60:00Z', '2026-00-25T10:45:00Z']) t.is(parseCri(`${time} stdout F x`), undefined, time);
 });
