@@ -9,7 +9,7 @@ import { hasKeys, isoTime, jsonString, NEEDS_ESCAPE, onlyQuotesFrom } from '../c
 import type { Entry } from '../core/entry.js';
 import { isTime } from '../core/entry.js';
 import type { Utf8Writer } from '../core/lines-buffer.js';
-import type { SinkItem } from '../sinks/types.js';
+import type { SinkItem } from '../core/sink-item.js';
 
 const ascii = (s: string): Uint8Array => Buffer.from(s, 'latin1');
 const K_TIME = ascii('{"time":"');

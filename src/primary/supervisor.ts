@@ -8,7 +8,7 @@ import type { Config, LogLevel, PipelineConfig } from '../config/schema.js';
 import type { PipelineCounters } from '../core/counters.js';
 import { errorMessage } from '../core/errors.js';
 import type { Logger } from '../core/log.js';
-import { PackedWindow } from '../flow/dedup.js';
+import { PackedWindow } from '../core/dedup-window.js';
 import { type FromWorker, isFromWorker, type PipelinePositions, type ToWorker, type WorkerGauges } from '../ipc/messages.js';
 import type { CheckpointState, PipelineCheckpoint } from './checkpoint.js';
 import type { ServiceLog } from './service-log.js';

@@ -1,0 +1,23 @@
+// What a sink's input queue holds: shared by the pipeline, the sinks and the chain codec.
+
+import type { Ticket } from './ack.js';
+import type { Entry } from './entry.js';
+
+/**
+ * An entry with the pipeline's formatted line (without terminator), and the ticket of the batch
+ * it came in: one delivery is owed on it per sink that took the item (DESIGN.md §15).
+ */
+export interface SinkItem {
+  readonly entry: Entry;
+  readonly line: string;
+  readonly ticket?: Ticket;
+  /**
+   * The entry as a chain line (`\n` included) in `wireBuf[wireAt..wireEnd)`, written by the first
+   * chain sink that sends it and kept for the others (an edge's two links send the same bytes):
+   * see `encodeWire`. `wireCompleted`: the line had to be completed (no time or source).
+   */
+  wireBuf: Buffer | undefined;
+  wireAt: number;
+  wireEnd: number;
+  wireCompleted: boolean;
+}
