@@ -11,13 +11,4 @@ export interface SinkItem {
   readonly entry: Entry;
   readonly line: string;
   readonly ticket?: Ticket;
-  /**
-   * The entry as a chain line (`\n` included) in `wireBuf[wireAt..wireEnd)`, written by the first
-   * chain sink that sends it and kept for the others (an edge's two links send the same bytes):
-   * see `encodeWire`. `wireCompleted`: the line had to be completed (no time or source).
-   */
-  wireBuf: Buffer | undefined;
-  wireAt: number;
-  wireEnd: number;
-  wireCompleted: boolean;
 }

@@ -8,12 +8,12 @@ import { HeldWaiters } from '../chain/held-waiters.js';
 import { chainBackoff, type ChainSinkConfig, chainSinkConfig, chainSinkFields } from '../chain/sink-config.js';
 import type { PluginSpec } from '../config/spec.js';
 import { defaultNode, helloLine, LineSplitter, parseServerLine } from '../chain/protocol.js';
-import { eachWireRun, encodeWire } from '../chain/wire.js';
+import { eachWireRun, encodeWire, type WireItem, wireItems } from '../chain/wire.js';
 import { settleAll } from '../core/ack.js';
 import { DialLoop } from '../net/dial-loop.js';
 import { clientTlsOptions } from '../net/tls.js';
 import { createLinkState } from '../chain/link-state.js';
-import type { Sink, SinkFactory, SinkItem } from './types.js';
+import type { Sink, SinkFactory } from './types.js';
 
 interface TcpChainSinkConfig extends ChainSinkConfig {
   readonly dial_timeout_ms: number;
@@ -40,7 +40,7 @@ export const createTcpChainSink: SinkFactory = (plugin, ctx): Sink => {
 
   // Entries not yet acknowledged, oldest first: items[head..], each with its chain line (see
   // encodeWire), settled once acknowledged; the first `sent` of them went out on the current connection.
-  let items: SinkItem[] = [];
+  let items: WireItem[] = [];
   let head = 0;
   let sent = 0;
   let lastAck = 0;
@@ -156,8 +156,9 @@ export const createTcpChainSink: SinkFactory = (plugin, ctx): Sink => {
     sendsWire: true,
     linkUp: () => loop.state === 'ready',
     write(batch) {
-      counters.synthesized += encodeWire(batch, 0, batch.length, Date.now(), ctx.pipeline);
-      for (const item of batch) items.push(item);
+      const wired = wireItems(batch);
+      counters.synthesized += encodeWire(wired, 0, wired.length, Date.now(), ctx.pipeline);
+      for (const item of wired) items.push(item);
       counters.unacked = held();
       if (loop.state === 'ready') sendPending();
       else if (!ctx.checkOnly) loop.dial();

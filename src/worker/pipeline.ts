@@ -3,7 +3,7 @@
 // lives in fanout.ts, acknowledgement tickets in acks.ts; this file assembles them.
 
 import type { PipelineConfig } from '../config/schema.js';
-import { encodeWire } from '../chain/wire.js';
+import { encodeWire, type WireItem, wireItem } from '../chain/wire.js';
 import { settle, settleAll } from '../core/ack.js';
 import type { PipelineCounters } from '../core/counters.js';
 import type { Entry } from '../core/entry.js';
@@ -155,16 +155,18 @@ export function buildPipeline(cfg: PipelineConfig, opts: BuildOptions): Pipeline
     const passed: string[] = [];
     const ticket = openTicket(done, journal, passed);
     const now = Date.now();
-    const offered: SinkItem[] = [];
+    const offered: WireItem[] = [];
     for (const entry of entries) {
       if (ids && entry.id === undefined) entry.id = ids.next();
       const line = flow.process(entry, now);
       if (line === undefined) continue;
       // an entry without an id passed the window unseen: nothing to hand on
       if (journal && entry.id !== undefined) passed.push(entry.id);
-      const item: SinkItem = { entry, line, ticket, wireBuf: undefined, wireAt: 0, wireEnd: 0, wireCompleted: false };
-      if (wireAhead) offered.push(item);
-      fanout.offer(item);
+      if (wireAhead) {
+        const item = wireItem(entry, line, ticket);
+        offered.push(item);
+        fanout.offer(item);
+      } else fanout.offer({ entry, line, ticket });
     }
     // Chain lines are written now, while the link may still wait for acknowledgements, so that
     // when its window opens the sink only sends (a hop's window is small: 1,000 entries by default)
