@@ -20,12 +20,11 @@ import { mkdirSync, renameSync } from 'node:fs';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { gunzipSync } from 'node:zlib';
-import { encodeWire } from '../src/chain/wire.js';
+import { encodeWire, type WireItem, wireItem } from '../src/chain/wire.js';
 import type { Entry } from '../src/core/entry.js';
 import { decodeRequest } from '../src/otlp/decode.js';
 import { mapRequest } from '../src/otlp/map-in.js';
 import { recordCount } from '../src/otlp/model.js';
-import type { SinkItem } from '../src/sinks/types.js';
 import { freePort, type RunningNode, spawnNode, tempDir, type TempDir, waitFor, waitReady } from '../test/helpers/node.js';
 import { ExportLogsServiceRequest, oracleToModel } from '../test/helpers/otlp.js';
 import { latestStatus } from '../test/helpers/status.js';
@@ -156,7 +155,7 @@ async function chainSource(dir: TempDir): Promise<Result> {
     const chunks: Buffer[] = [];
     for (let from = 0; from < ENTRIES; from += PER_REQUEST) {
       const entries: Entry[] = mapRequest(decodeRequest(sampleRequest(from, Math.min(PER_REQUEST, ENTRIES - from))), now, 1 << 20).entries;
-      const items: SinkItem[] = entries.map((entry, i) => ({ entry: { ...entry, id: `bench.${from + i}` }, line: '', wireBuf: undefined, wireAt: 0, wireEnd: 0, wireCompleted: false, paths: 0 }));
+      const items: WireItem[] = entries.map((entry, i) => wireItem({ ...entry, id: `bench.${from + i}` }, '', undefined));
       encodeWire(items, 0, items.length, now, 'b');
       for (const item of items) chunks.push(item.wireBuf!.subarray(item.wireAt, item.wireEnd));
     }

@@ -9,7 +9,8 @@ import { hasKeys, isoTime, jsonString, NEEDS_ESCAPE, onlyQuotesFrom } from '../c
 import type { Entry } from '../core/entry.js';
 import { isTime } from '../core/entry.js';
 import type { Utf8Writer } from '../core/lines-buffer.js';
-import type { SinkItem } from '../sinks/types.js';
+import type { SinkItem } from '../core/sink-item.js';
+import type { Ticket } from '../core/ack.js';
 
 const ascii = (s: string): Uint8Array => Buffer.from(s, 'latin1');
 const K_TIME = ascii('{"time":"');
@@ -159,13 +160,35 @@ function fieldsJson(e: Entry): string | undefined {
   return e.fields && hasKeys(e.fields) ? JSON.stringify(e.fields) : undefined;
 }
 
+/** A sink item with room for its chain line: what a `sendsWire` sink is given (see wireItem). */
+export interface WireItem extends SinkItem {
+  /**
+   * The entry as a chain line (`\n` included) in `wireBuf[wireAt..wireEnd)`, written by the first
+   * chain sink that sends it (or by the pipeline ahead of them) and kept for the others (an
+   * edge's two links send the same bytes). `wireCompleted`: the line had to be completed (no
+   * time or source).
+   */
+  wireBuf: Buffer | undefined;
+  wireAt: number;
+  wireEnd: number;
+  wireCompleted: boolean;
+}
+
+/** The pipeline's item for an entry when one of its sinks sends chain lines (`sendsWire`). */
+export function wireItem(entry: Entry, line: string, ticket: Ticket | undefined): WireItem {
+  return { entry, line, ticket, paths: 0, wireBuf: undefined, wireAt: 0, wireEnd: 0, wireCompleted: false };
+}
+
+/** A `sendsWire` sink's batch: the pipeline made every item with wireItem(). */
+export const wireItems = (batch: SinkItem[]): WireItem[] => batch as WireItem[];
+
 /**
  * Gives every item of `items[from..to)` its chain line (`wireBuf[wireAt..wireEnd)`, `\n`
  * included): the ones no other chain sink of the pipeline wrote yet are written into new
  * Buffers, in order, so consecutive items lie next to each other. Returns how many of the
  * range had to be completed (each sink counts `synthesized` for itself).
  */
-export function encodeWire(items: readonly SinkItem[], from: number, to: number, now: number, fallbackSource: string): number {
+export function encodeWire(items: readonly WireItem[], from: number, to: number, now: number, fallbackSource: string): number {
   let synthesized = 0;
   let buf: Utf8Writer | undefined;
   let at = 0;
@@ -204,7 +227,7 @@ export function encodeWire(items: readonly SinkItem[], from: number, to: number,
  * Calls `onBytes` with the chain lines of `items[from..to)` (encoded by `encodeWire`), lines that
  * lie next to each other in one Buffer given as one slice.
  */
-export function eachWireRun(items: readonly SinkItem[], from: number, to: number, onBytes: (bytes: Buffer) => void): void {
+export function eachWireRun(items: readonly WireItem[], from: number, to: number, onBytes: (bytes: Buffer) => void): void {
   let buf: Buffer | undefined;
   let start = 0;
   let end = 0;

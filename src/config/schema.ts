@@ -2,11 +2,14 @@
 // the rest of the program reads. Plugin `config` tables are validated by each plugin (sources/, sinks/).
 
 import { hostname } from 'node:os';
-import { AUTH_FIELDS, type AuthConfig, TLS_FIELDS, type TlsConfig } from '../net/tls.js';
+import type { LogLevel } from '../core/log.js';
+import type { PluginConfig } from '../core/plugin-config.js';
+import { AUTH_FIELDS, type AuthConfig, TLS_FIELDS, type TlsConfig } from '../core/tls-config.js';
 import type { Fields } from './spec.js';
 
+export type { LogLevel, PluginConfig };
+
 export type LogOutput = 'stderr' | 'stdout' | 'file' | 'none';
-export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
 export type FormatType = 'raw' | 'json' | 'txt';
 
 export interface LoggingFileConfig {
@@ -52,12 +55,6 @@ export interface FlowConfig {
   readonly rate_limit?: RateLimitConfig;
   readonly filters: readonly FilterConfig[];
   readonly format: { readonly type: FormatType };
-}
-
-export interface PluginConfig {
-  readonly id: string;
-  readonly type: string;
-  readonly config: Readonly<Record<string, unknown>>;
 }
 
 export type Fanout = 'all' | 'any';

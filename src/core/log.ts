@@ -1,9 +1,11 @@
 // pino options shared by the primary and the workers: level as its name, ISO time, no pid/hostname noise.
 
 import pino, { type DestinationStream, type Logger, type LoggerOptions } from 'pino';
-import type { LogLevel } from '../config/schema.js';
 
 export type { Logger };
+
+/** The service log's levels (`logging.level`). */
+export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
 
 export function loggerOptions(level: LogLevel | 'silent'): LoggerOptions {
   return {

@@ -1,9 +1,15 @@
 // Validates a plugin's `config` table with the shared spec, turning faults into
 // `failed to create <kind> <id>: <key>: <reason>`.
 
-import type { PluginConfig } from '../config/schema.js';
-import { checkFields, type Fields } from '../config/spec.js';
+import { checkFields, type Fields } from './spec.js';
 import { ConfigError, type PluginKind, PluginError } from './errors.js';
+
+/** One `[[pipelines.sources]]` or `[[pipelines.sinks]]` table: its `config` is the plugin's to validate. */
+export interface PluginConfig {
+  readonly id: string;
+  readonly type: string;
+  readonly config: Readonly<Record<string, unknown>>;
+}
 
 export function pluginConfig<T>(kind: PluginKind, plugin: PluginConfig, fields: Fields): T {
   try {

@@ -3,8 +3,8 @@
 
 import type { LogLevel, PipelineConfig } from '../config/schema.js';
 import type { PipelineCounters } from '../core/counters.js';
-import type { DedupWindow } from '../flow/dedup.js';
-import type { SourcePositions } from '../sources/types.js';
+import type { DedupWindow } from '../core/dedup-window.js';
+import type { SourcePositions } from '../core/positions.js';
 
 /** Positions of a whole pipeline: source id → file path → position. */
 export type PipelinePositions = Record<string, SourcePositions>;

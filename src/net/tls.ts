@@ -4,68 +4,14 @@
 import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { type ConnectionOptions, checkServerIdentity, type SecureVersion, type TLSSocket, type TlsOptions } from 'node:tls';
-import type { Fields } from '../config/spec.js';
 import type { Counters } from '../core/counters.js';
 import { errorMessage, type PluginKind, PluginError, throwPluginFaults } from '../core/errors.js';
 import type { Logger } from '../core/log.js';
+import type { AuthConfig, IdentityKind, TlsConfig } from '../core/tls-config.js';
 import { noteCertificates } from './cert-expiry.js';
 import { remoteOf } from './session.js';
 
-export interface TlsConfig {
-  readonly enabled: boolean;
-  readonly cert_file?: string;
-  readonly key_file?: string;
-  /** listener: require and verify client certificates signed by this CA */
-  readonly client_ca_file?: string;
-  /** dialer: trust these roots instead of the system's */
-  readonly ca_file?: string;
-  /** dialer: the name to verify; defaults to the host */
-  readonly server_name?: string;
-  readonly min_version: '1.2' | '1.3';
-  /** days before a certificate's notAfter from which it is warned about (DESIGN.md §16); default 14 */
-  readonly expiry_warning_days: number;
-}
-
-export type IdentityKind = 'cn' | 'san_dns' | 'san_uri' | 'san_email';
-
-export interface AuthConfig {
-  readonly allow: readonly string[];
-  readonly identity: IdentityKind;
-}
-
-export const TLS_FIELDS: Fields = {
-  tls: {
-    t: 'table',
-    doc: 'TLS for this listener or link; certificate files are read when the plugin is built (rotate them with SIGHUP)',
-    fields: {
-      enabled: { t: 'boolean', def: false, doc: 'use TLS' },
-      cert_file: { t: 'string', doc: 'certificate (PEM); required on listeners when enabled, and on dialers for mutual TLS' },
-      key_file: { t: 'string', doc: 'private key (PEM) of `cert_file`' },
-      client_ca_file: { t: 'string', doc: 'listeners: require client certificates signed by this CA (PEM)' },
-      ca_file: { t: 'string', doc: "dialers: trust these roots (PEM) instead of the system's" },
-      server_name: { t: 'string', doc: 'dialers: the name the server certificate must carry; default the host' },
-      min_version: { t: 'string', def: '1.3', oneOf: ['1.2', '1.3'], doc: 'oldest TLS version accepted' },
-      expiry_warning_days: { t: 'number', def: 14, min: 0, unit: 'days', doc: 'warn (`Certificate expires soon`) when a certificate of the plugin expires within this many days' },
-    },
-  },
-};
-
-export const AUTH_FIELDS: Fields = {
-  auth: {
-    t: 'table',
-    optional: true,
-    doc: 'only clients whose certificate identity is listed connect; needs `tls.enabled` and `tls.client_ca_file`',
-    fields: {
-      allow: { t: 'strings', def: [], doc: 'identities allowed to connect (exact match)' },
-      identity: {
-        t: 'string',
-        def: 'cn',
-        oneOf: ['cn', 'san_dns', 'san_uri', 'san_email'],
-        doc: 'which part of the client certificate is its identity (subject CN or a subject alternative name)',
-      },
-    },
-  },
-};
+export { AUTH_FIELDS, type AuthConfig, type IdentityKind, TLS_FIELDS, type TlsConfig } from '../core/tls-config.js';
 
 /** Reads a PEM file of a plugin's tls block; a certificate file is noted for its expiry (§16). */
 function readPem(kind: PluginKind, id: string, key: string, path: string | undefined, tls: TlsConfig): Buffer {

@@ -3,16 +3,25 @@
 // as on any listener.
 
 import { readFileSync } from 'node:fs';
-import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Server as HttpsServer } from 'node:https';
 import type { TLSSocket, TlsOptions } from 'node:tls';
 import type { AdminConfig } from '../config/schema.js';
 import { ConfigError, errorMessage } from '../core/errors.js';
 import type { Logger } from '../core/log.js';
+import { createHttpListener } from '../net/http-server.js';
 import { createAuthorizer } from '../net/tls.js';
 import { createMetrics, METRICS_CONTENT_TYPE } from './metrics.js';
 import { nodeStatus } from './node-status.js';
 import type { Supervisor } from './supervisor.js';
+
+/**
+ * The endpoint serves probes and scrapes, not crowds: past this many connections the primary
+ * (which also writes checkpoints and the service log) closes new ones at once.
+ */
+export const ADMIN_MAX_CONNECTIONS = 32;
+/** A probe or scrape request is a few hundred bytes: 10 s for all of it. */
+const ADMIN_REQUEST_TIMEOUT_MS = 10_000;
 
 const PATHS = new Set(['/livez', '/readyz', '/metrics', '/status']);
 
@@ -109,7 +118,7 @@ export async function startAdmin(cfg: AdminConfig, sup: Supervisor, log: Logger)
     }
   };
 
-  const server: Server = tlsOptions ? createHttpsServer(tlsOptions, onRequest) : createHttpServer(onRequest);
+  const server = createHttpListener(tlsOptions, { requestTimeoutMs: ADMIN_REQUEST_TIMEOUT_MS, maxConnections: ADMIN_MAX_CONNECTIONS }, onRequest);
   if (tlsOptions) {
     server.on('secureConnection', (socket: TLSSocket) => {
       if (authorize(socket).ok) allowed.add(socket);
@@ -117,7 +126,6 @@ export async function startAdmin(cfg: AdminConfig, sup: Supervisor, log: Logger)
     server.on('tlsClientError', () => undefined);
   }
   server.on('clientError', (_err, socket) => socket.destroy());
-  server.keepAliveTimeout = 5000;
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen({ host: cfg.host, port: cfg.port }, () => {

@@ -8,7 +8,7 @@ import { open, rename } from 'node:fs/promises';
 import { join } from 'node:path';
 import { errorMessage } from '../core/errors.js';
 import type { Logger } from '../core/log.js';
-import { type DedupChunk, type DedupWindow, packChunk } from '../flow/dedup.js';
+import { type DedupChunk, type DedupWindow, packChunk } from '../core/dedup-window.js';
 import type { PipelinePositions } from '../ipc/messages.js';
 
 export const CHECKPOINT_FILE = 'checkpoint.json';

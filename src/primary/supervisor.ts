@@ -1,150 +1,21 @@
 // The supervisor: one cluster worker per pipeline, grouped in generations. Starts, restarts
-// crashed pipelines alone with backoff, reloads new-before-old, and shuts down under one deadline.
+// crashed pipelines alone (backoff: restarts.ts), reloads new-before-old handing over what the
+// old workers leave (carried-state.ts), and shuts down under one deadline. A worker as held
+// here is pipeline-worker.ts; the signals that drive all this are run.ts's.
 // Entries never pass through here; only orders, counters, positions and log lines do.
 
-import cluster, { type Worker } from 'node:cluster';
+import cluster from 'node:cluster';
 import { fileURLToPath } from 'node:url';
-import type { Config, LogLevel, PipelineConfig } from '../config/schema.js';
+import type { Config, PipelineConfig } from '../config/schema.js';
 import type { PipelineCounters } from '../core/counters.js';
 import { errorMessage } from '../core/errors.js';
 import type { Logger } from '../core/log.js';
-import { PackedWindow } from '../flow/dedup.js';
-import { type FromWorker, isFromWorker, type PipelinePositions, type ToWorker, type WorkerGauges } from '../ipc/messages.js';
-import type { CheckpointState, PipelineCheckpoint } from './checkpoint.js';
+import { type FromWorker, isFromWorker, type PipelinePositions, type WorkerGauges } from '../ipc/messages.js';
+import { CarriedState } from './carried-state.js';
+import type { CheckpointState } from './checkpoint.js';
+import { awaitBuilt, buildFailure, PipelineBuildError, PipelineWorker } from './pipeline-worker.js';
+import { CrashRestarts } from './restarts.js';
 import type { ServiceLog } from './service-log.js';
-
-/** How long a new generation's workers may take to report `built`. */
-export const BUILD_DEADLINE_MS = 10_000;
-const RESTART_MIN_MS = 250;
-const RESTART_MAX_MS = 30_000;
-const STABLE_RESET_MS = 60_000;
-/** Extra time after `shutdown_timeout_ms` before a worker that has not exited is killed. */
-const STOP_GRACE_MS = 2000;
-
-type WorkerState = 'building' | 'built' | 'running' | 'stopping' | 'exited';
-
-/** A pipeline that failed to build; the message names it as `pipeline=<name>` (DESIGN.md §3). */
-class PipelineBuildError extends Error {
-  constructor(
-    readonly pipeline: string,
-    readonly reason: string,
-    /** a resource the configuration names was not available (a listener's address in use) */
-    readonly unavailable = false,
-  ) {
-    super(`pipeline=${pipeline}: ${reason}`);
-  }
-}
-
-interface StopResult {
-  readonly abandoned: number;
-  readonly clean: boolean;
-}
-
-/** One worker process running one pipeline of one generation. */
-class PipelineWorker {
-  state: WorkerState = 'building';
-  /** set before a planned stop, so the exit is not taken for a crash */
-  planned = false;
-  /** the worker said `ready`: orders sent before that could be lost while its module loads */
-  ready = false;
-  private stopTimeoutMs = 0;
-  startedAt = 0;
-  /** how it exited, once it has */
-  exit: { code: number | null; signal: string | null } | undefined;
-  counters: PipelineCounters | undefined;
-  gauges: WorkerGauges | undefined;
-  readonly built: Promise<void>;
-  readonly exited: Promise<{ code: number | null; signal: string | null }>;
-  private stopped: StopResult | undefined;
-  private resolveBuilt!: () => void;
-  private rejectBuilt!: (err: Error) => void;
-
-  constructor(
-    readonly worker: Worker,
-    readonly pipeline: PipelineConfig,
-    readonly generation: number,
-    /** the service log level its configuration asks for */
-    readonly level: LogLevel | 'silent',
-    /** `node_name` of its configuration */
-    readonly node: string,
-  ) {
-    this.built = new Promise((resolve, reject) => {
-      this.resolveBuilt = resolve;
-      this.rejectBuilt = reject;
-    });
-    this.built.catch(() => undefined);
-    this.exited = new Promise((resolve) => worker.once('exit', (code, signal) => resolve({ code, signal })));
-  }
-
-  get name(): string {
-    return this.pipeline.name;
-  }
-
-  get pid(): number | undefined {
-    return this.worker.process.pid;
-  }
-
-  send(msg: ToWorker): void {
-    if (this.state !== 'exited' && this.worker.isConnected()) this.worker.send(msg);
-  }
-
-  /** First order once the worker listens: build, or stop if a stop was asked for meanwhile. */
-  onReady(): void {
-    this.ready = true;
-    if (this.planned) this.send({ type: 'stop', timeout_ms: this.stopTimeoutMs });
-    else this.send({ type: 'build', generation: this.generation, pipeline: this.pipeline, level: this.level, node: this.node });
-  }
-
-  onBuilt(): void {
-    this.state = 'built';
-    this.resolveBuilt();
-  }
-
-  onBuildFailed(error: string, unavailable: boolean): void {
-    this.rejectBuilt(new PipelineBuildError(this.name, error, unavailable));
-  }
-
-  onStopped(result: StopResult): void {
-    this.stopped = result;
-  }
-
-  onExit(code: number | null, signal: string | null): void {
-    this.state = 'exited';
-    this.exit = { code, signal };
-    // No-op when already built; otherwise whoever waits for `built` learns now, not at the deadline.
-    this.rejectBuilt(new Error(`pipeline process exited during build (code ${code}, signal ${signal})`));
-  }
-
-  /** Asks the worker to drain and exit; kills it if it has not exited by the deadline. */
-  async stop(timeoutMs: number): Promise<StopResult> {
-    this.planned = true;
-    if (this.state !== 'exited') {
-      this.state = 'stopping';
-      this.stopTimeoutMs = timeoutMs;
-      if (this.ready) this.send({ type: 'stop', timeout_ms: timeoutMs });
-      let timer: NodeJS.Timeout | undefined;
-      const killed = await Promise.race([
-        this.exited.then(() => false),
-        new Promise<boolean>((resolve) => {
-          timer = setTimeout(() => resolve(true), timeoutMs + STOP_GRACE_MS);
-        }),
-      ]);
-      clearTimeout(timer);
-      if (killed) {
-        this.kill();
-        await this.exited;
-        return { abandoned: this.stopped?.abandoned ?? 0, clean: false };
-      }
-    }
-    // A worker that exited before reporting (stopped while still building) had nothing to drain.
-    return this.stopped ?? { abandoned: 0, clean: true };
-  }
-
-  kill(): void {
-    this.planned = true;
-    if (this.state !== 'exited') this.worker.process.kill('SIGKILL');
-  }
-}
 
 /** How the first generation's start ended: `invalid` exits 78, `unavailable` 69 (DESIGN.md §2). */
 export type StartResult = 'started' | 'invalid' | 'unavailable';
@@ -167,9 +38,6 @@ export interface PipelineView {
   readonly abandoned: Readonly<Record<string, number>>;
 }
 
-/** The reason alone, for records that carry the pipeline in their own field. */
-const buildFailure = (err: unknown) => (err instanceof PipelineBuildError ? err.reason : errorMessage(err));
-
 export interface SupervisorOptions {
   readonly log: ServiceLog;
   /** Loads the configuration again for a reload (file + env + flags). */
@@ -185,23 +53,9 @@ export class Supervisor {
   /** the current generation, by pipeline name */
   private current = new Map<string, PipelineWorker>();
   private readonly live = new Set<PipelineWorker>();
-  /** last reported file positions by pipeline name; the primary's memory only */
-  private readonly positions = new Map<string, PipelinePositions>();
-  /**
-   * per pipeline name, per source id: when the source's run began (kept over reloads and
-   * restarts while its configuration stays the same) and that configuration
-   */
-  private readonly since = new Map<string, Record<string, { readonly at: number; readonly config: string }>>();
-  /**
-   * per pipeline name with dedup on: the ids whose entries its workers reported done, handed to
-   * the next worker (reload, crash restart) and checkpointed
-   */
-  private readonly windows = new Map<string, { readonly key: string; readonly set: PackedWindow }>();
-  /** per pipeline name: when its positions were last reported (checkpoint TTL) */
-  private readonly seenAt = new Map<string, number>();
-  private readonly restarts = new Map<string, number>();
-  private readonly restartAttempts = new Map<string, number>();
-  private readonly restartTimers = new Map<string, NodeJS.Timeout>();
+  /** positions, run starts and dedup windows that outlive a worker (reloads, restarts, checkpoints) */
+  private readonly carried = new CarriedState();
+  private readonly restarts = new CrashRestarts();
   /** the first generation's start; a reload asked for meanwhile waits for it */
   private starting: Promise<StartResult> | undefined;
   private reloading: Promise<void> | undefined;
@@ -271,15 +125,15 @@ export class Supervisor {
       case 'stats':
         pw.counters = msg.counters;
         pw.gauges = msg.gauges;
-        if (msg.dedup) this.windowFor(pw.pipeline)?.load(msg.dedup);
-        if (pw.state === 'running' && this.current.get(pw.name) === pw) this.setPositions(pw.name, msg.positions);
+        if (msg.dedup) this.carried.windowFor(pw.pipeline)?.load(msg.dedup);
+        if (pw.state === 'running' && this.current.get(pw.name) === pw) this.carried.setPositions(pw.name, msg.positions);
         return;
       case 'stopped':
         pw.counters = msg.counters;
         this.carryAbandoned(pw.name, msg.counters);
-        if (msg.dedup) this.windowFor(pw.pipeline)?.load(msg.dedup);
+        if (msg.dedup) this.carried.windowFor(pw.pipeline)?.load(msg.dedup);
         pw.onStopped({ abandoned: msg.abandoned, clean: msg.abandoned === 0 });
-        if (pw.state !== 'building' && pw.state !== 'built') this.setPositions(pw.name, msg.positions);
+        if (pw.state !== 'building' && pw.state !== 'built') this.carried.setPositions(pw.name, msg.positions);
         return;
     }
   }
@@ -292,30 +146,23 @@ export class Supervisor {
 
   private crashed(pw: PipelineWorker, code: number | null, signal: string | null, ranMs: number): void {
     this.log.error({ pipeline: pw.name, code: signal ? null : code, signal: signal ?? null }, 'Pipeline process exited unexpectedly');
-    this.restarts.set(pw.name, (this.restarts.get(pw.name) ?? 0) + 1);
+    this.restarts.count(pw.name);
     this.scheduleRestart(pw.pipeline, ranMs);
   }
 
   private scheduleRestart(pipeline: PipelineConfig, ranMs: number): void {
-    const name = pipeline.name;
-    if (ranMs >= STABLE_RESET_MS) this.restartAttempts.set(name, 0);
-    const attempt = this.restartAttempts.get(name) ?? 0;
-    const delay = Math.min(RESTART_MAX_MS, RESTART_MIN_MS * 2 ** attempt);
-    this.restartAttempts.set(name, attempt + 1);
     const generation = this.generation;
-    const timer = setTimeout(() => {
-      this.restartTimers.delete(name);
+    this.restarts.schedule(pipeline.name, ranMs, () => {
       if (this.shuttingDown || generation !== this.generation) return;
       void this.restart(pipeline);
-    }, delay);
-    this.restartTimers.set(name, timer);
+    });
   }
 
   private async restart(pipeline: PipelineConfig): Promise<void> {
     const pw = this.fork(pipeline, this.generation);
     this.current.set(pipeline.name, pw);
     try {
-      await this.awaitBuilt([pw]);
+      await awaitBuilt([pw]);
     } catch (err) {
       this.log.error({ pipeline: pipeline.name, error: buildFailure(err) }, 'Failed to create pipeline');
       pw.kill();
@@ -338,89 +185,18 @@ export class Supervisor {
     pw.state = 'running';
     pw.startedAt = Date.now();
     this.log.info({ pipeline: pw.name, generation: pw.generation }, 'Starting pipeline');
-    // A source that ran unchanged in the predecessor keeps its start time; a new or changed one
-    // (another directory or pattern sees other files: those are not new) starts now.
-    const before = this.since.get(pw.name) ?? {};
-    const runs: Record<string, { at: number; config: string }> = {};
-    const since: Record<string, number> = {};
-    for (const s of pw.pipeline.plugin_sources) {
-      const config = JSON.stringify([s.type, s.config]);
-      const was = before[s.id];
-      runs[s.id] = was?.config === config ? was : { at: pw.startedAt, config };
-      since[s.id] = runs[s.id]!.at;
-    }
-    this.since.set(pw.name, runs);
-    pw.send({ type: 'start', positions: this.positions.get(pw.name) ?? {}, since, dedup: this.windowFor(pw.pipeline)?.snapshot() });
-  }
-
-  private setPositions(name: string, positions: PipelinePositions): void {
-    this.positions.set(name, positions);
-    this.seenAt.set(name, Date.now());
-  }
-
-  /** The primary's copy of a pipeline's dedup window; a changed window size starts a new one from the old ids. */
-  private windowFor(pipeline: PipelineConfig): PackedWindow | undefined {
-    const dedup = pipeline.flow.dedup;
-    if (!dedup?.enabled) return undefined;
-    const key = `${dedup.window_entries}/${dedup.window_ms}`;
-    const had = this.windows.get(pipeline.name);
-    if (had?.key === key) return had.set;
-    const set = new PackedWindow(dedup.window_entries, dedup.window_ms);
-    if (had) set.load(had.set.snapshot());
-    this.windows.set(pipeline.name, { key, set });
-    return set;
+    const since = this.carried.runStarts(pw.pipeline, pw.startedAt);
+    pw.send({ type: 'start', positions: this.carried.positionsOf(pw.name), since, dedup: this.carried.windowFor(pw.pipeline)?.snapshot() });
   }
 
   /** Takes over what a checkpoint kept (DESIGN.md §15): positions, run starts, dedup windows. */
   restore(state: CheckpointState): void {
-    for (const [name, p] of Object.entries(state.pipelines)) {
-      this.positions.set(name, p.positions);
-      this.seenAt.set(name, p.seen_at);
-      this.since.set(name, { ...p.since });
-      if (p.dedup) {
-        const cfg = this.config.pipelines.find((c) => c.name === name);
-        const set = cfg ? this.windowFor(cfg) : undefined;
-        set?.load(p.dedup);
-      }
-    }
+    this.carried.restore(state, this.config.pipelines);
   }
 
   /** What a checkpoint keeps, now. */
   checkpointState(): CheckpointState {
-    const pipelines: Record<string, PipelineCheckpoint> = {};
-    for (const [name, positions] of this.positions) {
-      pipelines[name] = {
-        positions,
-        seen_at: this.seenAt.get(name) ?? Date.now(),
-        since: this.since.get(name) ?? {},
-        dedup: this.windows.get(name)?.set.snapshot(),
-      };
-    }
-    return { version: 1, pipelines };
-  }
-
-  /**
-   * Waits for every worker's `built`, up to the build deadline; rejects with a PipelineBuildError
-   * naming the first pipeline that failed (or the first still building at the deadline).
-   */
-  private async awaitBuilt(workers: readonly PipelineWorker[]): Promise<void> {
-    let timer: NodeJS.Timeout | undefined;
-    const deadline = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => {
-        const late = workers.find((w) => w.state === 'building') ?? workers[0]!;
-        reject(new PipelineBuildError(late.name, `build deadline of ${BUILD_DEADLINE_MS} ms passed`));
-      }, BUILD_DEADLINE_MS);
-    });
-    const built = workers.map((w) =>
-      w.built.catch((err: unknown) => {
-        throw err instanceof PipelineBuildError ? err : new PipelineBuildError(w.name, errorMessage(err));
-      }),
-    );
-    try {
-      await Promise.race([Promise.all(built), deadline]);
-    } finally {
-      clearTimeout(timer);
-    }
+    return this.carried.checkpointState();
   }
 
   /**
@@ -436,7 +212,7 @@ export class Supervisor {
   private async startFirst(): Promise<StartResult> {
     this.generation = 1;
     const workers = this.config.pipelines.map((p) => this.fork(p, this.generation));
-    const results = await Promise.allSettled(workers.map((w) => this.awaitBuilt([w])));
+    const results = await Promise.allSettled(workers.map((w) => awaitBuilt([w])));
     // A signal during start: shutdown() is already stopping these workers.
     if (this.shuttingDown) return 'started';
     const failures: unknown[] = [];
@@ -489,7 +265,7 @@ export class Supervisor {
     const generation = this.generation + 1;
     const fresh = next.pipelines.map((p) => this.fork(p, generation, next));
     try {
-      await this.awaitBuilt(fresh);
+      await awaitBuilt(fresh);
     } catch (err) {
       const error = errorMessage(err);
       // The failed generation is gone before the record says so: only the old one runs.
@@ -506,14 +282,11 @@ export class Supervisor {
     // Old generation out: sources stop, queues drain, clients closed, final positions reported.
     this.generation = generation;
     this.handingOver = true;
-    for (const t of this.restartTimers.values()) clearTimeout(t);
-    this.restartTimers.clear();
+    this.restarts.cancelAll();
     const old = [...this.current.values()];
     this.current = new Map(fresh.map((w) => [w.name, w]));
     await this.stopWorkers(old);
-    for (const name of this.positions.keys()) if (!this.current.has(name)) this.positions.delete(name);
-    for (const name of this.since.keys()) if (!this.current.has(name)) this.since.delete(name);
-    for (const name of this.windows.keys()) if (!this.current.has(name)) this.windows.delete(name);
+    this.carried.keepOnly((name) => this.current.has(name));
     this.config = next;
     this.opts.log.setQuiet(next.quiet);
     for (const w of fresh) this.startWorker(w);
@@ -530,8 +303,7 @@ export class Supervisor {
   /** Graceful shutdown; resolves true when everything drained in time. */
   async shutdown(): Promise<boolean> {
     this.shuttingDown = true;
-    for (const t of this.restartTimers.values()) clearTimeout(t);
-    this.restartTimers.clear();
+    this.restarts.cancelAll();
     const all = [...this.live];
     const results = await Promise.all(all.map((w) => w.stop(this.config.shutdown_timeout_ms)));
     return results.every((r) => r.clean);
@@ -547,7 +319,7 @@ export class Supervisor {
   statusSnapshot(): { name: string; counters: Record<string, unknown> }[] {
     return [...this.current.values()].map((w) => ({
       name: w.name,
-      counters: { ...(w.counters ?? {}), restarts: this.restarts.get(w.name) ?? 0, ...this.checkpointCounters },
+      counters: { ...(w.counters ?? {}), restarts: this.restarts.of(w.name), ...this.checkpointCounters },
     }));
   }
 
@@ -569,10 +341,10 @@ export class Supervisor {
         config: p,
         state: this.stateOf(p.name, w),
         pid: w?.state === 'exited' ? undefined : w?.pid,
-        restarts: this.restarts.get(p.name) ?? 0,
+        restarts: this.restarts.of(p.name),
         counters: w?.counters,
         gauges: w?.gauges,
-        positions: this.positions.get(p.name) ?? {},
+        positions: this.carried.positionsOf(p.name),
         abandoned: this.abandoned.get(p.name) ?? {},
       };
     });
@@ -581,7 +353,7 @@ export class Supervisor {
   private stateOf(name: string, w: PipelineWorker | undefined): PipelineState {
     if (this.shuttingDown) return 'stopping';
     if (this.handingOver) return 'reloading';
-    if (this.restartTimers.has(name) || w?.state === 'exited') return 'backoff';
+    if (this.restarts.waiting(name) || w?.state === 'exited') return 'backoff';
     if (w?.state === 'running') return 'running';
     return 'starting';
   }

@@ -9,12 +9,12 @@ import { HeldWaiters } from '../chain/held-waiters.js';
 import { chainBackoff, type ChainSinkConfig, chainSinkConfig, chainSinkFields } from '../chain/sink-config.js';
 import type { PluginSpec } from '../config/spec.js';
 import { defaultNode, HEADER_NODE, HEADER_PROTOCOL, NDJSON, PROTOCOL_VERSION } from '../chain/protocol.js';
-import { eachWireRun, encodeWire } from '../chain/wire.js';
+import { eachWireRun, encodeWire, type WireItem, wireItems } from '../chain/wire.js';
 import { settle, type Ticket } from '../core/ack.js';
 import { errorMessage } from '../core/errors.js';
 import { clientTlsOptions } from '../net/tls.js';
 import { createLinkState } from '../chain/link-state.js';
-import type { Sink, SinkFactory, SinkItem } from './types.js';
+import type { Sink, SinkFactory } from './types.js';
 
 interface HttpChainSinkConfig extends ChainSinkConfig {
   readonly path: string;
@@ -71,7 +71,7 @@ export const HTTP_CHAIN_SINK: PluginSpec = {
  * The batch's lines as slices of the Buffers they were written into, one per run that lies
  * together: written to the request in turn, never copied into one body.
  */
-function bodyOf(items: readonly SinkItem[]): { body: Buffer[]; bytes: number } {
+function bodyOf(items: readonly WireItem[]): { body: Buffer[]; bytes: number } {
   const body: Buffer[] = [];
   let bytes = 0;
   eachWireRun(items, 0, items.length, (run) => {
@@ -98,7 +98,7 @@ export const createHttpChainSink: SinkFactory = (plugin, ctx): Sink => {
   let agent: HttpAgent | undefined;
 
   // The batch being filled, then closed batches waiting to be sent, and up to MAX_IN_FLIGHT out.
-  let building: SinkItem[] = [];
+  let building: WireItem[] = [];
   /** the last attempt failed: a redundant path (fanout = "any") skips this sink meanwhile */
   let failing = false;
   let buildingBytes = 0;
@@ -217,7 +217,8 @@ export const createHttpChainSink: SinkFactory = (plugin, ctx): Sink => {
     carriesIds: true,
     sendsWire: true,
     linkUp: () => !failing,
-    write(items) {
+    write(batch) {
+      const items = wireItems(batch);
       counters.synthesized += encodeWire(items, 0, items.length, Date.now(), ctx.pipeline);
       for (const item of items) {
         // Close the batch before this line would take it past the byte cap.

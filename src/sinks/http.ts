@@ -5,12 +5,12 @@
 // reconnecting with `Last-Event-ID` resumes where it was, across reloads and restarts too.
 
 import { readFileSync } from 'node:fs';
-import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { createServer as createHttpsServer } from 'node:https';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { pluginConfig } from '../core/plugin-config.js';
 import type { PluginSpec } from '../config/spec.js';
 import { formatJson } from '../flow/format.js';
+import { createHttpListener } from '../net/http-server.js';
 import { ReplayRing } from '../net/replay-ring.js';
 import { closeSession, openSession, type Session } from '../net/session.js';
 import {
@@ -51,6 +51,8 @@ type Connection = { readonly session: Session } | { readonly forbidden: true };
 
 const VERSION = (JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 const RETRY_MS = 2000;
+/** The sink's requests are GETs without a body: 10 s for all of one (the stream it answers is not bounded). */
+const REQUEST_TIMEOUT_MS = 10_000;
 const PING = ': ping\n\n';
 const DISCONNECT = 'event: disconnect\ndata: {"reason":"closing"}\n\n';
 const LINE_BREAK = /\r\n|\r|\n/;
@@ -245,7 +247,7 @@ export const createHttpSink: SinkFactory = (plugin, ctx): Sink => {
     bufferSize: cfg.buffer_size,
     onFull: cfg.on_full,
     async open() {
-      const srv = tlsOptions ? createHttpsServer(tlsOptions, onRequest) : createHttpServer(onRequest);
+      const srv = createHttpListener(tlsOptions, { requestTimeoutMs: REQUEST_TIMEOUT_MS }, onRequest);
       await openListener(srv, { id: plugin.id, host: cfg.host, port: cfg.port, tls: isTls, sockets, counters, onAccept: onConnection });
       server = srv;
       openedAt = Date.now();

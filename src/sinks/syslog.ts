@@ -4,11 +4,12 @@
 // acknowledgement: an entry handed to the socket counts as delivered.
 
 import { createSocket, type Socket as UdpSocket } from 'node:dgram';
-import { isIP, connect as netConnect, type Socket } from 'node:net';
-import { type ConnectionOptions, connect as tlsConnect } from 'node:tls';
+import { isIP, type Socket } from 'node:net';
+import type { ConnectionOptions } from 'node:tls';
 import { chainBackoff, type DialerSinkConfig, dialerSinkConfig, dialerSinkFields } from '../chain/sink-config.js';
 import type { PluginSpec } from '../config/spec.js';
 import { errorMessage, PluginError } from '../core/errors.js';
+import { DialLoop } from '../net/dial-loop.js';
 import { clientTlsOptions } from '../net/tls.js';
 import { formatSyslog, type HeaderOptions, type SyslogFormat } from '../syslog/format.js';
 import { encodeFrame, type SinkFraming } from '../syslog/framing.js';
@@ -24,8 +25,6 @@ interface SyslogSinkConfig extends DialerSinkConfig {
   readonly dial_timeout_ms: number;
   readonly write_timeout_ms: number;
 }
-
-type State = 'idle' | 'connecting' | 'ready' | 'waiting';
 
 /** The transport under the link: a TCP (or TLS) stream or a connected UDP socket. */
 type Conn = { readonly kind: 'tcp'; readonly socket: Socket } | { readonly kind: 'udp'; readonly socket: UdpSocket };
@@ -72,20 +71,22 @@ export const createSyslogSink: SinkFactory = (plugin, ctx): Sink => {
     return framing ? encodeFrame(payload, framing) : payload;
   };
 
-  let state: State = 'idle';
   let conn: Conn | undefined;
   /** messages of the batch that waits for the link, and the write() waiting on them */
   let pending: string[] | undefined;
   let wakeWriter: (() => void) | undefined;
-  let dialTimer: NodeJS.Timeout | undefined;
-  let writeTimer: NodeJS.Timeout | undefined;
-  let retryTimer: NodeJS.Timeout | undefined;
-  let everConnected = false;
-  /** a failure is logged at WARN once per outage, then at DEBUG */
-  let outageLogged = false;
   let closing = false;
-  /** close() gave up on the link: no more dialling */
-  let done = false;
+  const loop = new DialLoop({
+    host: cfg.host,
+    port: cfg.port,
+    tls: tlsOptions,
+    dialTimeoutMs: cfg.dial_timeout_ms,
+    writeTimeoutMs: cfg.write_timeout_ms,
+    missing: 'no connection',
+    backoff,
+    counters,
+    open: () => (cfg.mode === 'udp' ? dialUdp() : dialTcp()),
+  });
 
   const release = () => {
     const w = wakeWriter;
@@ -107,8 +108,7 @@ export const createSyslogSink: SinkFactory = (plugin, ctx): Sink => {
       return false;
     }
     if (c.socket.write(messages.join(''))) return true;
-    const s = c.socket;
-    writeTimer = setTimeout(() => s.destroy(new Error(`write timeout after ${cfg.write_timeout_ms} ms`)), cfg.write_timeout_ms);
+    loop.watchWrite(c.socket);
     return false;
   };
 
@@ -116,12 +116,8 @@ export const createSyslogSink: SinkFactory = (plugin, ctx): Sink => {
   const waitForRelease = () => new Promise<void>((resolve) => (wakeWriter = resolve));
 
   const onReady = (c: Conn) => {
-    clearTimeout(dialTimer);
-    state = 'ready';
-    everConnected = true;
-    outageLogged = false;
+    loop.ready();
     counters.connected = 1;
-    backoff.reset();
     log.debug({ remote, mode: cfg.mode, tls: !!tlsOptions }, 'Syslog link connected');
     const messages = pending;
     pending = undefined;
@@ -129,57 +125,29 @@ export const createSyslogSink: SinkFactory = (plugin, ctx): Sink => {
     if (send(c, messages)) release();
   };
 
-  const onClosed = (c: Conn, failure: string | undefined) => {
-    clearTimeout(dialTimer);
-    clearTimeout(writeTimer);
-    writeTimer = undefined;
+  const onClosed = (c: Conn, failure: string | undefined, wasReady: boolean) => {
     if (conn !== c) return;
     conn = undefined;
-    const wasReady = state === 'ready';
-    state = 'idle';
     counters.connected = 0;
     // what was handed to the socket counts as delivered: a writer waiting for 'drain' goes on
     if (!pending) release();
     const fields = { remote, error: failure ?? 'connection closed', pending: pending?.length ?? 0 };
     if (wasReady && !failure) log.debug(fields, 'Syslog link disconnected');
-    else if (!outageLogged && !closing) {
-      outageLogged = true;
-      log.warn(fields, everConnected ? 'Syslog link lost, reconnecting' : 'Syslog link cannot connect, retrying');
+    else if (loop.firstOfOutage(closing)) {
+      log.warn(fields, loop.everConnected ? 'Syslog link lost, reconnecting' : 'Syslog link cannot connect, retrying');
     } else log.debug(fields, 'Syslog link attempt failed');
     if (closing && !pending) return;
-    scheduleReconnect();
-  };
-
-  const scheduleReconnect = () => {
-    if (retryTimer || done) return;
-    counters.reconnects++;
-    state = 'waiting';
-    retryTimer = setTimeout(() => {
-      retryTimer = undefined;
-      state = 'idle';
-      dial();
-    }, backoff.next());
+    loop.redial();
   };
 
   const dialTcp = () => {
-    const s = tlsOptions ? tlsConnect({ ...tlsOptions, host: cfg.host, port: cfg.port }) : netConnect({ host: cfg.host, port: cfg.port });
+    const s = loop.connectStream((failure, wasReady) => onClosed(c, failure, wasReady));
     const c: Conn = { kind: 'tcp', socket: s };
     conn = c;
-    let failure: string | undefined;
-    dialTimer = setTimeout(() => s.destroy(new Error(`no connection within dial_timeout_ms (${cfg.dial_timeout_ms} ms)`)), cfg.dial_timeout_ms);
-    s.setNoDelay(true);
     s.once(tlsOptions ? 'secureConnect' : 'connect', () => onReady(c));
     // a receiver says nothing; whatever it sends is read and ignored
     s.resume();
-    s.on('drain', () => {
-      clearTimeout(writeTimer);
-      writeTimer = undefined;
-      release();
-    });
-    s.on('error', (err) => {
-      failure ??= errorMessage(err);
-    });
-    s.on('close', () => onClosed(c, failure));
+    s.on('drain', release);
   };
 
   const dialUdp = () => {
@@ -190,17 +158,14 @@ export const createSyslogSink: SinkFactory = (plugin, ctx): Sink => {
     // ICMP errors (port unreachable) arrive here; UDP has no delivery to lose them from
     s.on('error', (err) => {
       failure ??= errorMessage(err);
-      if (state !== 'ready') s.close();
+      if (loop.state !== 'ready') s.close();
     });
-    s.on('close', () => onClosed(c, failure));
+    s.on('close', () => onClosed(c, failure, loop.closed()));
     s.connect(cfg.port, cfg.host, () => onReady(c));
   };
 
   const dial = () => {
-    if (state !== 'idle' || ctx.checkOnly || done) return;
-    state = 'connecting';
-    if (cfg.mode === 'udp') dialUdp();
-    else dialTcp();
+    if (!ctx.checkOnly) loop.dial();
   };
 
   return {
@@ -213,7 +178,7 @@ export const createSyslogSink: SinkFactory = (plugin, ctx): Sink => {
       if (batch.length === 0) return undefined;
       const now = Date.now();
       const messages = batch.map((item) => encode(item, now));
-      if (state === 'ready' && conn) return send(conn, messages) ? undefined : waitForRelease();
+      if (loop.state === 'ready' && conn) return send(conn, messages) ? undefined : waitForRelease();
       pending = messages;
       dial();
       return waitForRelease();
@@ -233,9 +198,7 @@ export const createSyslogSink: SinkFactory = (plugin, ctx): Sink => {
           };
         });
       }
-      done = true;
-      clearTimeout(retryTimer);
-      retryTimer = undefined;
+      loop.stop();
       const c = conn;
       if (!c) {
         release();

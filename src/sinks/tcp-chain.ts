@@ -2,25 +2,23 @@
 // writes each batch as one chunk of JSON lines and keeps every entry until the peer acknowledges
 // it; after a reconnect (exponential backoff with jitter) the unacknowledged ones are sent again.
 
-import { connect as netConnect, type Socket } from 'node:net';
-import { type ConnectionOptions, connect as tlsConnect } from 'node:tls';
+import type { Socket } from 'node:net';
+import type { ConnectionOptions } from 'node:tls';
 import { HeldWaiters } from '../chain/held-waiters.js';
 import { chainBackoff, type ChainSinkConfig, chainSinkConfig, chainSinkFields } from '../chain/sink-config.js';
 import type { PluginSpec } from '../config/spec.js';
 import { defaultNode, helloLine, LineSplitter, parseServerLine } from '../chain/protocol.js';
-import { eachWireRun, encodeWire } from '../chain/wire.js';
+import { eachWireRun, encodeWire, type WireItem, wireItems } from '../chain/wire.js';
 import { settleAll } from '../core/ack.js';
-import { errorMessage } from '../core/errors.js';
+import { DialLoop } from '../net/dial-loop.js';
 import { clientTlsOptions } from '../net/tls.js';
 import { createLinkState } from '../chain/link-state.js';
-import type { Sink, SinkFactory, SinkItem } from './types.js';
+import type { Sink, SinkFactory } from './types.js';
 
 interface TcpChainSinkConfig extends ChainSinkConfig {
   readonly dial_timeout_ms: number;
   readonly write_timeout_ms: number;
 }
-
-type State = 'idle' | 'connecting' | 'ready' | 'waiting';
 
 export const TCP_CHAIN_SINK: PluginSpec = {
   doc: "forwards structured entries to another node's `tcp_chain` source; keeps unacknowledged ones and resends them after a reconnect",
@@ -42,22 +40,26 @@ export const createTcpChainSink: SinkFactory = (plugin, ctx): Sink => {
 
   // Entries not yet acknowledged, oldest first: items[head..], each with its chain line (see
   // encodeWire), settled once acknowledged; the first `sent` of them went out on the current connection.
-  let items: SinkItem[] = [];
+  let items: WireItem[] = [];
   let head = 0;
   let sent = 0;
   let lastAck = 0;
   const held = () => items.length - head;
   const waiters = new HeldWaiters(held, cfg.buffer_size);
 
-  let state: State = 'idle';
   let socket: Socket | undefined;
-  let dialTimer: NodeJS.Timeout | undefined;
-  let writeTimer: NodeJS.Timeout | undefined;
-  let retryTimer: NodeJS.Timeout | undefined;
-  let everConnected = false;
-  /** a failure is logged at WARN once per outage, then at DEBUG */
-  let outageLogged = false;
   let closing = false;
+  const loop = new DialLoop({
+    host: cfg.host,
+    port: cfg.port,
+    tls: tlsOptions,
+    dialTimeoutMs: cfg.dial_timeout_ms,
+    writeTimeoutMs: cfg.write_timeout_ms,
+    missing: 'no answer',
+    backoff,
+    counters,
+    open: () => openLink(),
+  });
 
   const onAck = (n: number) => {
     const delta = Math.min(n - lastAck, sent);
@@ -78,7 +80,7 @@ export const createTcpChainSink: SinkFactory = (plugin, ctx): Sink => {
   };
 
   const sendPending = () => {
-    if (state !== 'ready' || !socket) return;
+    if (loop.state !== 'ready' || !socket) return;
     const from = head + sent;
     if (from >= items.length) return;
     const s = socket;
@@ -89,31 +91,12 @@ export const createTcpChainSink: SinkFactory = (plugin, ctx): Sink => {
     });
     s.uncork();
     sent = held();
-    if (!fits && !writeTimer) {
-      writeTimer = setTimeout(() => s.destroy(new Error(`write timeout after ${cfg.write_timeout_ms} ms`)), cfg.write_timeout_ms);
-    }
+    if (!fits) loop.watchWrite(s);
   };
 
-  const scheduleReconnect = () => {
-    if (retryTimer) return;
-    const delay = backoff.next();
-    counters.reconnects++;
-    state = 'waiting';
-    retryTimer = setTimeout(() => {
-      retryTimer = undefined;
-      state = 'idle';
-      dial();
-    }, delay);
-  };
-
-  const dial = () => {
-    if (state !== 'idle') return;
-    state = 'connecting';
-    const s = tlsOptions ? tlsConnect({ ...tlsOptions, host: cfg.host, port: cfg.port }) : netConnect({ host: cfg.host, port: cfg.port });
+  const openLink = () => {
+    const s = loop.connectStream((failure, wasReady) => onClosed(s, failure, wasReady));
     socket = s;
-    let failure: string | undefined;
-    dialTimer = setTimeout(() => s.destroy(new Error(`no answer within dial_timeout_ms (${cfg.dial_timeout_ms} ms)`)), cfg.dial_timeout_ms);
-    s.setNoDelay(true);
     s.setEncoding('utf8');
     s.once(tlsOptions ? 'secureConnect' : 'connect', () => s.write(hello));
     const splitter = new LineSplitter(64 * 1024);
@@ -122,61 +105,44 @@ export const createTcpChainSink: SinkFactory = (plugin, ctx): Sink => {
         const msg = parseServerLine(line);
         if (!msg) return;
         if (msg.kind === 'ack') onAck(msg.n);
-        else if (msg.kind === 'ok' && state === 'connecting') {
-          clearTimeout(dialTimer);
-          state = 'ready';
+        else if (msg.kind === 'ok' && loop.state === 'connecting') {
+          loop.ready();
           sent = 0;
           lastAck = 0;
-          everConnected = true;
-          outageLogged = false;
-          backoff.reset();
           link.up({ tls: !!tlsOptions, node, unacked: held() });
           sendPending();
         } else if (msg.kind === 'error') {
-          failure = `peer refused: ${msg.error}`;
-          s.destroy();
+          s.destroy(new Error(`peer refused: ${msg.error}`));
         }
       });
       if (!fits) s.destroy(new Error('peer line too long'));
     });
-    s.on('drain', () => {
-      clearTimeout(writeTimer);
-      writeTimer = undefined;
-    });
-    s.on('error', (err) => {
-      failure ??= errorMessage(err);
-    });
-    s.on('close', () => {
-      clearTimeout(dialTimer);
-      clearTimeout(writeTimer);
-      writeTimer = undefined;
-      if (socket !== s) return;
-      socket = undefined;
-      const wasReady = state === 'ready';
-      state = 'idle';
-      sent = 0;
-      const fields = { remote: `${cfg.host}:${cfg.port}`, error: failure ?? 'connection closed', unacked: held() };
-      // A link that was up says so once (WARN `Chain link down`); a planned close says nothing.
-      link.down({ error: fields.error, unacked: fields.unacked }, closing);
-      if (!wasReady || failure) {
-        if (!outageLogged && !closing) {
-          outageLogged = true;
-          if (!everConnected) log.warn(fields, 'Chain link cannot connect, retrying');
-        } else {
-          log.debug(fields, 'Chain link attempt failed');
-        }
+  };
+
+  const onClosed = (s: Socket, failure: string | undefined, wasReady: boolean) => {
+    if (socket !== s) return;
+    socket = undefined;
+    sent = 0;
+    const fields = { remote: `${cfg.host}:${cfg.port}`, error: failure ?? 'connection closed', unacked: held() };
+    // A link that was up says so once (WARN `Chain link down`); a planned close says nothing.
+    link.down({ error: fields.error, unacked: fields.unacked }, closing);
+    if (!wasReady || failure) {
+      if (loop.firstOfOutage(closing)) {
+        if (!loop.everConnected) log.warn(fields, 'Chain link cannot connect, retrying');
+      } else {
+        log.debug(fields, 'Chain link attempt failed');
       }
-      // fanout = "any": what this broken path holds goes to a live one (DESIGN.md §7)
-      if (held() > 0 && !closing && ctx.failover?.(items.slice(head))) {
-        items = [];
-        head = 0;
-        counters.unacked = 0;
-        waiters.wake(closing);
-      }
-      if (closing && held() === 0) return;
-      // a redundant path keeps dialing while idle, so it comes back into the rotation
-      if (held() > 0 || !wasReady || ctx.failover) scheduleReconnect();
-    });
+    }
+    // fanout = "any": what this broken path holds goes to a live one (DESIGN.md §7)
+    if (held() > 0 && !closing && ctx.failover?.(items.slice(head))) {
+      items = [];
+      head = 0;
+      counters.unacked = 0;
+      waiters.wake(closing);
+    }
+    if (closing && held() === 0) return;
+    // a redundant path keeps dialing while idle, so it comes back into the rotation
+    if (held() > 0 || !wasReady || ctx.failover) loop.redial();
   };
 
   return {
@@ -188,13 +154,14 @@ export const createTcpChainSink: SinkFactory = (plugin, ctx): Sink => {
     settles: true,
     carriesIds: true,
     sendsWire: true,
-    linkUp: () => state === 'ready',
+    linkUp: () => loop.state === 'ready',
     write(batch) {
-      counters.synthesized += encodeWire(batch, 0, batch.length, Date.now(), ctx.pipeline);
-      for (const item of batch) items.push(item);
+      const wired = wireItems(batch);
+      counters.synthesized += encodeWire(wired, 0, wired.length, Date.now(), ctx.pipeline);
+      for (const item of wired) items.push(item);
       counters.unacked = held();
-      if (state === 'ready') sendPending();
-      else if (state === 'idle' && !ctx.checkOnly) dial();
+      if (loop.state === 'ready') sendPending();
+      else if (!ctx.checkOnly) loop.dial();
       return waiters.whenRoom(closing);
     },
     held,
@@ -202,11 +169,10 @@ export const createTcpChainSink: SinkFactory = (plugin, ctx): Sink => {
       closing = true;
       waiters.wake(closing);
       if (held() > 0 && !ctx.checkOnly) {
-        if (state === 'idle') dial();
+        loop.dial();
         await waiters.emptyBy(deadline);
       }
-      clearTimeout(retryTimer);
-      retryTimer = undefined;
+      loop.stop();
       const s = socket;
       if (s) {
         s.end();

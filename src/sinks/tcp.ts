@@ -5,10 +5,9 @@ import { createServer as createNetServer, type Server, type Socket } from 'node:
 import { createServer as createTlsServer } from 'node:tls';
 import { pluginConfig } from '../core/plugin-config.js';
 import type { PluginSpec } from '../config/spec.js';
-import { closeSession, openSession } from '../net/session.js';
+import { type Admission, admitSocket } from '../net/listener.js';
 import {
   addClient,
-  authoriseSocket,
   closeClients,
   KEEPALIVE_DELAY_MS,
   NET_SINK_FIELDS,
@@ -34,34 +33,21 @@ export const createTcpSink: SinkFactory = (plugin, ctx): Sink => {
   let server: Server | undefined;
   let closing: Promise<void> | undefined;
 
+  const admission: Admission = {
+    isStopping: () => closing !== undefined,
+    held: () => clients.size,
+    maxConnections: cfg.max_connections,
+    counters,
+    authorize,
+    log: ctx.log,
+  };
+
   const accept = (socket: Socket): void => {
-    socket.on('error', () => {});
-    if (closing) {
-      socket.destroy();
-      return;
-    }
-    if (cfg.max_connections > 0 && clients.size >= cfg.max_connections) {
-      counters.rejected_conns++;
-      socket.destroy();
-      return;
-    }
-    const auth = authoriseSocket(socket, isTls, authorize);
-    if (!auth.ok) {
-      socket.destroy();
-      return;
-    }
+    if (!admitSocket(socket, isTls, admission)) return;
     socket.setKeepAlive(true, KEEPALIVE_DELAY_MS);
     socket.setNoDelay(true);
     socket.resume();
-    const session = openSession(socket, isTls, ctx.log, auth.identity);
-    addClient(
-      clients,
-      counters,
-      cfg,
-      socket,
-      () => socket.destroy(),
-      () => closeSession(session, ctx.log),
-    );
+    addClient(clients, counters, cfg, socket, () => socket.destroy());
   };
 
   return {

@@ -1,36 +1,13 @@
 // The sink contract: an input queue owned by the pipeline feeds batches to write().
 
 import type { PluginConfig } from '../config/schema.js';
-import type { Ticket } from '../core/ack.js';
 import type { Counters } from '../core/counters.js';
-import type { Entry } from '../core/entry.js';
 import type { Logger } from '../core/log.js';
-
 import type { OnFull } from '../core/queue.js';
+import type { SinkItem } from '../core/sink-item.js';
 
-/**
- * An entry with the pipeline's formatted line (without terminator), and the ticket of the batch
- * it came in: one delivery is owed on it per sink that took the item (DESIGN.md §15).
- */
-export interface SinkItem {
-  readonly entry: Entry;
-  readonly line: string;
-  readonly ticket?: Ticket;
-  /**
-   * The entry as a chain line (`\n` included) in `wireBuf[wireAt..wireEnd)`, written by the first
-   * chain sink that sends it and kept for the others (an edge's two links send the same bytes):
-   * see `encodeWire`. `wireCompleted`: the line had to be completed (no time or source).
-   */
-  wireBuf: Buffer | undefined;
-  wireAt: number;
-  wireEnd: number;
-  wireCompleted: boolean;
-  /**
-   * `fanout = "any"`: one bit per sink of the pipeline that took this item (bit i = the i-th
-   * sink, up to 31), so a broken link's items fail over only to a path that does not hold them.
-   */
-  paths: number;
-}
+// the item is the pipeline's and the chain codec's as much as the sinks'
+export type { SinkItem };
 
 export interface SinkContext {
   readonly pipeline: string;

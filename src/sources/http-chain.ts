@@ -3,8 +3,7 @@
 // 204 once queued (and handed on where the sinks have room), or 503 with Retry-After while the
 // pipeline is saturated or too many bodies are being received at once.
 
-import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { createServer as createHttpsServer } from 'node:https';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import { decodeEntry, HEADER_ACCEPTED, HEADER_NODE, HEADER_PROTOCOL, PROTOCOL_VERSION, RETRY_AFTER_S, trailingId } from '../chain/protocol.js';
@@ -13,6 +12,7 @@ import type { PluginSpec } from '../config/spec.js';
 import { doneBy } from '../core/ack.js';
 import type { Entry } from '../core/entry.js';
 import { readLimitedBody } from '../net/http-body.js';
+import { createHttpListener } from '../net/http-server.js';
 import { bind, countHandshakeErrors } from '../net/listener.js';
 import { closeSession, openSession, type Session } from '../net/session.js';
 import { serverSecurity } from '../net/tls.js';
@@ -200,16 +200,13 @@ export const createHttpChainSource: SourceFactory = (plugin, ctx): Source => {
     acksUpstream: true,
     async open() {
       if (ctx.checkOnly) return;
-      const srv = tlsOptions ? createHttpsServer(tlsOptions, handle) : createHttpServer(handle);
+      const srv = createHttpListener(tlsOptions, { requestTimeoutMs: cfg.read_timeout_ms, keepAliveTimeoutMs: 65_000 }, handle);
       if (tlsOptions) {
         srv.on('secureConnection', (s: TLSSocket) => onConnection(s, true));
         countHandshakeErrors(srv, counters);
       } else {
         srv.on('connection', (s: Socket) => onConnection(s, false));
       }
-      srv.requestTimeout = cfg.read_timeout_ms;
-      srv.headersTimeout = cfg.read_timeout_ms === 0 ? 60_000 : Math.min(60_000, cfg.read_timeout_ms);
-      srv.keepAliveTimeout = 65_000;
       await bind(srv, 'source', plugin.id, cfg.host, cfg.port);
       server = srv;
     },

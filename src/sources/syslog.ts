@@ -3,14 +3,12 @@
 // and parsed synchronously and handed on as one batch; a saturated pipeline pauses TCP reads.
 
 import { createSocket, type Socket as UdpSocket } from 'node:dgram';
-import { isIP, createServer as createNetServer, type Server, type Socket } from 'node:net';
-import { createServer as createTlsServer, type TLSSocket } from 'node:tls';
+import { isIP, type Server, type Socket } from 'node:net';
 import { CHAIN_SOURCE_BUFFER_SIZE, type ChainSourceConfig, chainSourceConfig, chainSourceCounters, chainSourceFields } from '../chain/source-config.js';
 import type { PluginSpec } from '../config/spec.js';
 import type { Entry } from '../core/entry.js';
 import { PluginError } from '../core/errors.js';
-import { bind, bindError, countHandshakeErrors } from '../net/listener.js';
-import { closeSession, openSession } from '../net/session.js';
+import { bindError, listenStream } from '../net/listener.js';
 import { serverSecurity } from '../net/tls.js';
 import { FrameDecoder, type SourceFraming } from '../syslog/framing.js';
 import { parseSyslog } from '../syslog/parse.js';
@@ -105,34 +103,12 @@ export const createSyslogSource: SourceFactory = (plugin, ctx): Source => {
     if (!paused) socket.resume();
   };
 
-  const accept = (socket: Socket, tls: boolean) => {
-    socket.pause();
-    socket.on('error', () => {});
-    if (stopping) {
-      socket.destroy();
-      return;
-    }
-    if (cfg.max_connections > 0 && connections.size >= cfg.max_connections) {
-      counters.rejected_conns++;
-      socket.destroy();
-      return;
-    }
-    let identity: string | undefined;
-    if (tls) {
-      const verdict = authorize(socket as TLSSocket);
-      if (!verdict.ok) {
-        socket.destroy();
-        return;
-      }
-      identity = verdict.identity;
-    }
-    const session = openSession(socket, tls, ctx.log, identity);
+  const admit = (socket: Socket) => {
     connections.add(socket);
     counters.active_connections = connections.size;
     socket.on('close', () => {
       connections.delete(socket);
       counters.active_connections = connections.size;
-      closeSession(session, ctx.log);
     });
     if (started) begin(socket);
     else waiting.push(socket);
@@ -183,12 +159,20 @@ export const createSyslogSource: SourceFactory = (plugin, ctx): Source => {
         await openUdp();
         return;
       }
-      const srv = tlsOptions
-        ? createTlsServer(tlsOptions, (s) => accept(s, true))
-        : createNetServer({ pauseOnConnect: true }, (s) => accept(s, false));
-      if (tlsOptions) countHandshakeErrors(srv, counters);
-      await bind(srv, 'source', plugin.id, cfg.host, cfg.port);
-      server = srv;
+      server = await listenStream({
+        kind: 'source',
+        id: plugin.id,
+        host: cfg.host,
+        port: cfg.port,
+        tls: tlsOptions,
+        counters,
+        maxConnections: cfg.max_connections,
+        authorize,
+        log: ctx.log,
+        isStopping: () => stopping,
+        held: () => connections.size,
+        onAdmit: admit,
+      });
     },
     start() {
       if (started) return;

@@ -3,15 +3,14 @@
 // once they are done (every sink delivered them or dropped them with a count, DESIGN.md §15), in
 // order. A saturated pipeline pauses every connection (TCP backpressure).
 
-import { createServer as createNetServer, type Server, type Socket } from 'node:net';
-import { createServer as createTlsServer, type TLSSocket } from 'node:tls';
+import type { Server, Socket } from 'node:net';
 import { ackLine, decodeEntry, errorLine, LineSplitter, OK_LINE, parseHello, trailingIdOf } from '../chain/protocol.js';
 import { CHAIN_SOURCE_BUFFER_SIZE, type ChainSourceConfig, chainSourceConfig, chainSourceCounters, chainSourceFields } from '../chain/source-config.js';
 import type { PluginSpec } from '../config/spec.js';
 import { doneBy, InOrder } from '../core/ack.js';
 import type { Entry } from '../core/entry.js';
-import { bind, countHandshakeErrors } from '../net/listener.js';
-import { closeSession, openSession, type Session } from '../net/session.js';
+import { listenStream, type Refusal } from '../net/listener.js';
+import type { Session } from '../net/session.js';
 import { serverSecurity } from '../net/tls.js';
 import type { Source, SourceFactory } from './types.js';
 
@@ -163,29 +162,7 @@ export const createTcpChainSource: SourceFactory = (plugin, ctx): Source => {
     if (!paused) socket.resume();
   };
 
-  const accept = (socket: Socket, tls: boolean) => {
-    socket.pause();
-    socket.on('error', () => {});
-    if (stopping) {
-      socket.destroy();
-      return;
-    }
-    if (cfg.max_connections > 0 && links.size >= cfg.max_connections) {
-      counters.rejected_conns++;
-      socket.end(errorLine('too many connections'));
-      socket.destroySoon();
-      return;
-    }
-    let identity: string | undefined;
-    if (tls) {
-      const verdict = authorize(socket as TLSSocket);
-      if (!verdict.ok) {
-        socket.end(errorLine('forbidden'));
-        socket.destroySoon();
-        return;
-      }
-      identity = verdict.identity;
-    }
+  const admit = (socket: Socket, session: Session) => {
     const link: Link = {
       socket,
       ready: false,
@@ -201,7 +178,7 @@ export const createTcpChainSource: SourceFactory = (plugin, ctx): Source => {
         if (drained && !outstanding()) drained();
       }),
     };
-    link.session = openSession(socket, tls, ctx.log, identity);
+    link.session = session;
     links.add(link);
     counters.active_connections = links.size;
     socket.setNoDelay(true);
@@ -210,7 +187,6 @@ export const createTcpChainSource: SourceFactory = (plugin, ctx): Source => {
       clearTimeout(link.helloTimer);
       links.delete(link);
       counters.active_connections = links.size;
-      if (link.session) closeSession(link.session, ctx.log);
     });
     if (started) begin(link);
     else waiting.push(link);
@@ -224,12 +200,25 @@ export const createTcpChainSource: SourceFactory = (plugin, ctx): Source => {
     acksUpstream: true,
     async open() {
       if (ctx.checkOnly) return;
-      const srv = tlsOptions
-        ? createTlsServer(tlsOptions, (s) => accept(s, true))
-        : createNetServer({ pauseOnConnect: true }, (s) => accept(s, false));
-      if (tlsOptions) countHandshakeErrors(srv, counters);
-      await bind(srv, 'source', plugin.id, cfg.host, cfg.port);
-      server = srv;
+      server = await listenStream({
+        kind: 'source',
+        id: plugin.id,
+        host: cfg.host,
+        port: cfg.port,
+        tls: tlsOptions,
+        counters,
+        maxConnections: cfg.max_connections,
+        authorize,
+        log: ctx.log,
+        isStopping: () => stopping,
+        held: () => links.size,
+        // the sender reads why before the connection closes
+        refuse: (socket: Socket, why: Refusal) => {
+          socket.end(errorLine(why === 'forbidden' ? 'forbidden' : 'too many connections'));
+          socket.destroySoon();
+        },
+        onAdmit: admit,
+      });
     },
     start() {
       if (started) return;

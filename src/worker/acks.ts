@@ -4,7 +4,7 @@
 // checkpoint) knows them. An id whose entry was not done is never handed on: its resend must pass.
 
 import type { Ticket } from '../core/ack.js';
-import type { DedupWindow } from '../flow/dedup.js';
+import type { DedupWindow } from '../core/dedup-window.js';
 
 export class DoneIds {
   /** one part per batch done: its ids joined by `\n`, how many, and when */

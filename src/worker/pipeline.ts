@@ -1,9 +1,9 @@
 // One pipeline: sources → flow → per-sink bounded queues → sinks. Built once per worker.
 // The per-entry path is synchronous: sources emit batches, sinks take batches. The fan-out policy
-// lives in fanout.ts, acknowledgement tickets in acks.ts; this file assembles them.
+// lives in fanout.ts, acknowledgement tickets in acks.ts; this file assembles them into one object.
 
 import type { PipelineConfig } from '../config/schema.js';
-import { encodeWire } from '../chain/wire.js';
+import { encodeWire, type WireItem, wireItem } from '../chain/wire.js';
 import { settle, settleAll } from '../core/ack.js';
 import type { PipelineCounters } from '../core/counters.js';
 import type { Entry } from '../core/entry.js';
@@ -60,42 +60,135 @@ export interface Pipeline {
   doneIds(): DedupWindow | undefined;
 }
 
-export function buildPipeline(cfg: PipelineConfig, opts: BuildOptions): Pipeline {
-  const errors: string[] = [];
-  let flow: Flow | undefined;
-  try {
-    flow = createFlow(cfg.flow, opts.debug ? opts.log.child({ pipeline: cfg.name }) : undefined);
-  } catch (err) {
-    errors.push(...errorMessages(err));
+/**
+ * A pipeline as one object whose steps are named methods (a profile names them): emitBatch (a
+ * source's batch through the flow into the sink queues), pump (a sink queue into its sink),
+ * failover (`fanout = "any"`), updateSaturation (pausing and resuming the sources).
+ */
+class AssembledPipeline implements Pipeline {
+  readonly name: string;
+  readonly sources: Source[] = [];
+  readonly sinks: readonly Sink[];
+  /** every fault found while building */
+  readonly errors: string[] = [];
+  private readonly flow: Flow | undefined;
+  private readonly runners: SinkRunner[] = [];
+  private readonly fanout: Fanout;
+  private readonly pipelineCounters = { total_dropped_by_sink: 0 };
+  private readonly journal: DoneIds | undefined;
+  /** a sink sends chain lines: the pipeline writes them ahead (see emitBatch) */
+  private readonly wireAhead: boolean;
+  private saturated = false;
+  private paused = false;
+  private stopping = false;
+  private pumpScheduled = false;
+  private idleWaiter: (() => void) | undefined;
+  private stopped: Promise<number> | undefined;
+  /** pumpAll, bound once: scheduled after every emitted batch */
+  private readonly pumpAllLater = () => this.pumpAll();
+
+  constructor(
+    private readonly cfg: PipelineConfig,
+    private readonly opts: BuildOptions,
+  ) {
+    this.name = cfg.name;
+    try {
+      this.flow = createFlow(cfg.flow, opts.debug ? opts.log.child({ pipeline: cfg.name }) : undefined);
+    } catch (err) {
+      this.errors.push(...errorMessages(err));
+    }
+    this.journal = this.flow?.dedup ? new DoneIds(cfg.flow.dedup!.window_entries) : undefined;
+    this.buildSinks();
+    this.fanout = createFanout(cfg.fanout ?? 'all', this.runners, {
+      pump: (r) => this.pump(r),
+      dropped: (r) => {
+        this.pipelineCounters.total_dropped_by_sink++;
+        r.counters.dropped_queue_full!++;
+      },
+    });
+    this.wireAhead = this.runners.some((r) => r.sink.sendsWire);
+    this.buildSources();
+    this.sinks = this.runners.map((r) => r.sink);
   }
-  const pipelineCounters = { total_dropped_by_sink: 0 };
-  const runners: SinkRunner[] = [];
-  const sources: Source[] = [];
-  const journal = flow?.dedup ? new DoneIds(cfg.flow.dedup!.window_entries) : undefined;
-  let saturated = false;
-  let paused = false;
-  let stopping = false;
-  let idleWaiter: (() => void) | undefined;
 
-  const allIdle = () => runners.every((r) => !r.busy && r.queue.length === 0);
-
-  const updateSaturation = () => {
-    if (!saturated && fanout.full()) {
-      saturated = true;
-      if (!paused) {
-        paused = true;
-        for (const s of sources) s.pause?.();
+  private buildSinks(): void {
+    const { cfg, opts } = this;
+    for (const plugin of cfg.plugin_sinks) {
+      const factory = sinkFactory(plugin.type);
+      if (!factory) {
+        this.errors.push(`failed to create sink ${plugin.id}: type: unknown sink type ${JSON.stringify(plugin.type)} (valid types: ${validTypes(SINKS)})`);
+        continue;
       }
-    } else if (saturated && fanout.belowHalf()) {
-      saturated = false;
-      if (paused && !stopping) {
-        paused = false;
-        for (const s of sources) s.resume?.();
+      try {
+        const log = opts.log.child({ pipeline: cfg.name, plugin: plugin.id });
+        const ref: { sink?: Sink } = {};
+        const sink = factory(plugin, {
+          pipeline: cfg.name,
+          log,
+          checkOnly: opts.checkOnly,
+          node: opts.node,
+          failover: cfg.fanout === 'any' ? (items) => !!ref.sink && this.failover(ref.sink, items) : undefined,
+        });
+        ref.sink = sink;
+        this.runners.push({ sink, queue: new BoundedQueue(sink.bufferSize), counters: { total_processed: 0, dropped_queue_full: 0, abandoned: 0 }, busy: false });
+        if (!opts.checkOnly) opts.log.info({ pipeline: cfg.name, plugin: plugin.id, type: plugin.type }, 'Created sink instance');
+      } catch (err) {
+        this.errors.push(...errorMessages(err));
       }
     }
-  };
+  }
 
-  const pump = (r: SinkRunner): void => {
+  private buildSources(): void {
+    const { cfg, opts } = this;
+    // ids are stamped once, before the fan-out, when an entry may leave this node (DESIGN.md §14)
+    const idNode = this.runners.some((r) => r.sink.carriesIds) ? opts.node : undefined;
+    for (const plugin of cfg.plugin_sources) {
+      const factory = sourceFactory(plugin.type);
+      if (!factory) {
+        this.errors.push(`failed to create source ${plugin.id}: type: unknown source type ${JSON.stringify(plugin.type)} (valid types: ${validTypes(SOURCES)})`);
+        continue;
+      }
+      try {
+        const log = opts.log.child({ pipeline: cfg.name, plugin: plugin.id });
+        // The factory gets emit() before the source exists; the ref closes that loop.
+        const ref: { source?: Source } = {};
+        const ids = idNode === undefined ? undefined : new IdSequence(idNode, cfg.name, plugin.id);
+        const emit = (entries: Entry[], done?: () => void) => {
+          if (ref.source) this.emitBatch(ref.source, ids, entries, done);
+        };
+        const duplicate = this.flow?.dedup ? this.flow.seen : undefined;
+        const source = factory(plugin, { pipeline: cfg.name, log, checkOnly: opts.checkOnly, emit, isSaturated: () => this.saturated, idNode, duplicate });
+        ref.source = source;
+        this.sources.push(source);
+        if (!opts.checkOnly) opts.log.info({ pipeline: cfg.name, plugin: plugin.id, type: plugin.type }, 'Created source instance');
+      } catch (err) {
+        this.errors.push(...errorMessages(err));
+      }
+    }
+  }
+
+  private allIdle(): boolean {
+    return this.runners.every((r) => !r.busy && r.queue.length === 0);
+  }
+
+  private updateSaturation(): void {
+    if (!this.saturated && this.fanout.full()) {
+      this.saturated = true;
+      if (!this.paused) {
+        this.paused = true;
+        for (const s of this.sources) s.pause?.();
+      }
+    } else if (this.saturated && this.fanout.belowHalf()) {
+      this.saturated = false;
+      if (this.paused && !this.stopping) {
+        this.paused = false;
+        for (const s of this.sources) s.resume?.();
+      }
+    }
+  }
+
+  /** Hands the runner's queue to its sink, a batch at a time, while the sink takes them. */
+  private pump(r: SinkRunner): void {
     while (!r.busy && r.queue.length > 0) {
       const batch = r.queue.take(MAX_BATCH);
       let result: Promise<void> | void;
@@ -103,8 +196,8 @@ export function buildPipeline(cfg: PipelineConfig, opts: BuildOptions): Pipeline
       // (dropped with a count: its entries are settled).
       const lost = (err: unknown) => {
         r.counters.total_processed! -= batch.length;
-        pipelineCounters.total_dropped_by_sink += batch.length;
-        opts.log.error({ pipeline: cfg.name, plugin: r.sink.id, error: errorMessage(err), entries: batch.length }, 'Sink write failed');
+        this.pipelineCounters.total_dropped_by_sink += batch.length;
+        this.opts.log.error({ pipeline: this.cfg.name, plugin: r.sink.id, error: errorMessage(err), entries: batch.length }, 'Sink write failed');
         if (r.sink.settles) settleAll(batch);
       };
       r.counters.total_processed! += batch.length;
@@ -120,196 +213,149 @@ export function buildPipeline(cfg: PipelineConfig, opts: BuildOptions): Pipeline
           () => {
             if (!r.sink.settles) settleAll(batch);
             r.busy = false;
-            pump(r);
+            this.pump(r);
           },
           (err: unknown) => {
             lost(err);
             if (!r.sink.settles) settleAll(batch);
             r.busy = false;
-            pump(r);
+            this.pump(r);
           },
         );
       } else if (!r.sink.settles) settleAll(batch);
     }
-    if (saturated) updateSaturation();
-    if (idleWaiter && allIdle()) {
-      const w = idleWaiter;
-      idleWaiter = undefined;
+    if (this.saturated) this.updateSaturation();
+    if (this.idleWaiter && this.allIdle()) {
+      const w = this.idleWaiter;
+      this.idleWaiter = undefined;
       w();
     }
-  };
+  }
 
-  let pumpScheduled = false;
-  const pumpAll = () => {
-    pumpScheduled = false;
-    for (const r of runners) pump(r);
-  };
+  private pumpAll(): void {
+    this.pumpScheduled = false;
+    for (const r of this.runners) this.pump(r);
+  }
 
-  const emitBatch = (source: Source, ids: IdSequence | undefined, entries: Entry[], done?: () => void) => {
-    if (saturated && !source.pausable) {
+  /** A source's batch: ids stamped, through the flow, offered to the sinks' queues; pumped soon after. */
+  private emitBatch(source: Source, ids: IdSequence | undefined, entries: Entry[], done?: () => void): void {
+    if (this.saturated && !source.pausable) {
       source.counters.dropped_entries! += entries.length;
       done?.();
       return;
     }
+    const flow = this.flow;
     if (!flow) return;
     const passed: string[] = [];
-    const ticket = openTicket(done, journal, passed);
+    const ticket = openTicket(done, this.journal, passed);
     const now = Date.now();
-    const offered: SinkItem[] = [];
+    const offered: WireItem[] = [];
     for (const entry of entries) {
       if (ids && entry.id === undefined) entry.id = ids.next();
       const line = flow.process(entry, now);
       if (line === undefined) continue;
       // an entry without an id passed the window unseen: nothing to hand on
-      if (journal && entry.id !== undefined) passed.push(entry.id);
-      const item: SinkItem = { entry, line, ticket, wireBuf: undefined, wireAt: 0, wireEnd: 0, wireCompleted: false, paths: 0 };
-      if (wireAhead) offered.push(item);
-      fanout.offer(item);
+      if (this.journal && entry.id !== undefined) passed.push(entry.id);
+      if (this.wireAhead) {
+        const item = wireItem(entry, line, ticket);
+        offered.push(item);
+        this.fanout.offer(item);
+      } else this.fanout.offer({ entry, line, ticket, paths: 0 });
     }
     // Chain lines are written now, while the link may still wait for acknowledgements, so that
     // when its window opens the sink only sends (a hop's window is small: 1,000 entries by default)
-    if (offered.length > 0) encodeWire(offered, 0, offered.length, now, cfg.name);
+    if (offered.length > 0) encodeWire(offered, 0, offered.length, now, this.cfg.name);
     settle(ticket);
-    updateSaturation();
-    if (!pumpScheduled) {
-      pumpScheduled = true;
+    this.updateSaturation();
+    if (!this.pumpScheduled) {
+      this.pumpScheduled = true;
       // A sender waiting on this source's acknowledgements gets its entries pumped right after
       // the source's callback (its window waits on it); a file source's next read is already
       // under way meanwhile, so its pump waits a loop turn and overlaps that read.
-      if (source.acksUpstream) queueMicrotask(pumpAll);
-      else setImmediate(pumpAll);
+      if (source.acksUpstream) queueMicrotask(this.pumpAllLater);
+      else setImmediate(this.pumpAllLater);
     }
-  };
+  }
 
   /** `fanout = "any"`: a sink whose link broke hands over what it holds */
-  const failover = (sink: Sink, items: SinkItem[]) => {
-    const r = runners.find((x) => x.sink === sink);
-    if (!r || stopping) return false;
-    return fanout.failover(r, items);
-  };
-
-  for (const plugin of cfg.plugin_sinks) {
-    const factory = sinkFactory(plugin.type);
-    if (!factory) {
-      errors.push(`failed to create sink ${plugin.id}: type: unknown sink type ${JSON.stringify(plugin.type)} (valid types: ${validTypes(SINKS)})`);
-      continue;
-    }
-    try {
-      const log = opts.log.child({ pipeline: cfg.name, plugin: plugin.id });
-      const ref: { sink?: Sink } = {};
-      const sink = factory(plugin, {
-        pipeline: cfg.name,
-        log,
-        checkOnly: opts.checkOnly,
-        node: opts.node,
-        failover: cfg.fanout === 'any' ? (items) => !!ref.sink && failover(ref.sink, items) : undefined,
-      });
-      ref.sink = sink;
-      runners.push({ sink, queue: new BoundedQueue(sink.bufferSize), counters: { total_processed: 0, dropped_queue_full: 0, abandoned: 0 }, busy: false });
-      if (!opts.checkOnly) opts.log.info({ pipeline: cfg.name, plugin: plugin.id, type: plugin.type }, 'Created sink instance');
-    } catch (err) {
-      errors.push(...errorMessages(err));
-    }
+  private failover(sink: Sink, items: SinkItem[]): boolean {
+    const r = this.runners.find((x) => x.sink === sink);
+    if (!r || this.stopping) return false;
+    return this.fanout.failover(r, items);
   }
-  const fanout: Fanout = createFanout(cfg.fanout ?? 'all', runners, {
-    pump,
-    dropped: (r) => {
-      pipelineCounters.total_dropped_by_sink++;
-      r.counters.dropped_queue_full!++;
-    },
-  });
-  const wireAhead = runners.some((r) => r.sink.sendsWire);
-  // ids are stamped once, before the fan-out, when an entry may leave this node (DESIGN.md §14)
-  const idNode = runners.some((r) => r.sink.carriesIds) ? opts.node : undefined;
-  for (const plugin of cfg.plugin_sources) {
-    const factory = sourceFactory(plugin.type);
-    if (!factory) {
-      errors.push(`failed to create source ${plugin.id}: type: unknown source type ${JSON.stringify(plugin.type)} (valid types: ${validTypes(SOURCES)})`);
-      continue;
-    }
-    try {
-      const log = opts.log.child({ pipeline: cfg.name, plugin: plugin.id });
-      // The factory gets emit() before the source exists; the ref closes that loop.
-      const ref: { source?: Source } = {};
-      const ids = idNode === undefined ? undefined : new IdSequence(idNode, cfg.name, plugin.id);
-      const emit = (entries: Entry[], done?: () => void) => {
-        if (ref.source) emitBatch(ref.source, ids, entries, done);
-      };
-      const duplicate = flow?.dedup ? flow.seen : undefined;
-      const source = factory(plugin, { pipeline: cfg.name, log, checkOnly: opts.checkOnly, emit, isSaturated: () => saturated, idNode, duplicate });
-      ref.source = source;
-      sources.push(source);
-      if (!opts.checkOnly) opts.log.info({ pipeline: cfg.name, plugin: plugin.id, type: plugin.type }, 'Created source instance');
-    } catch (err) {
-      errors.push(...errorMessages(err));
-    }
+
+  async open(): Promise<void> {
+    for (const sink of this.sinks) await sink.open?.();
+    for (const source of this.sources) await source.open?.();
   }
-  if (errors.length > 0) throw new BuildError(errors);
 
-  const sinks = runners.map((r) => r.sink);
-  let stopped: Promise<number> | undefined;
+  start(positions: PipelinePositions, since: Readonly<Record<string, number>>, dedup?: DedupWindow): void {
+    if (dedup) this.flow?.dedup?.load(dedup);
+    const now = Date.now();
+    for (const source of this.sources) source.start(positions[source.id] ?? {}, since[source.id] ?? now);
+  }
 
-  return {
-    name: cfg.name,
-    sources,
-    sinks,
-    async open() {
-      for (const sink of sinks) await sink.open?.();
-      for (const source of sources) await source.open?.();
-    },
-    start(positions, since, dedup) {
-      if (dedup) flow?.dedup?.load(dedup);
-      const now = Date.now();
-      for (const source of sources) source.start(positions[source.id] ?? {}, since[source.id] ?? now);
-    },
-    stop(timeoutMs) {
-      stopped ??= (async () => {
-        stopping = true;
-        const deadline = Date.now() + timeoutMs;
-        await Promise.all(sources.map((s) => s.stop(deadline).catch(() => undefined)));
-        pumpAll();
-        if (!allIdle()) {
-          let timer: NodeJS.Timeout | undefined;
-          await Promise.race([
-            new Promise<void>((resolve) => {
-              idleWaiter = resolve;
-            }),
-            new Promise<void>((resolve) => {
-              timer = setTimeout(resolve, Math.max(0, deadline - Date.now()));
-            }),
-          ]);
-          clearTimeout(timer);
-        }
-        await Promise.all(sinks.map((s) => s.close(deadline).catch(() => undefined)));
-        let abandoned = 0;
-        for (const r of runners) {
-          r.counters.abandoned = r.queue.clear() + (r.sink.held?.() ?? 0);
-          abandoned += r.counters.abandoned;
-        }
-        return abandoned;
-      })();
-      return stopped;
-    },
-    counters() {
-      const out: PipelineCounters = {
-        total_dropped_by_sink: pipelineCounters.total_dropped_by_sink,
-        flow: { ...flow!.counters },
-        sources: {},
-        sinks: {},
-      };
-      if (flow!.rateLimiter) out.rate_limit = { ...flow!.rateLimiter.counters };
-      for (const s of sources) out.sources[s.id] = { ...s.counters };
-      for (const r of runners) out.sinks[r.sink.id] = { ...r.sink.counters, ...r.counters };
-      return out;
-    },
-    doneIds: () => journal?.take(),
-    positions() {
-      const out: PipelinePositions = {};
-      for (const s of sources) {
-        const p = s.positions?.();
-        if (p) out[s.id] = p;
-      }
-      return out;
-    },
-  };
+  stop(timeoutMs: number): Promise<number> {
+    this.stopped ??= this.drainAndClose(timeoutMs);
+    return this.stopped;
+  }
+
+  private async drainAndClose(timeoutMs: number): Promise<number> {
+    this.stopping = true;
+    const deadline = Date.now() + timeoutMs;
+    await Promise.all(this.sources.map((s) => s.stop(deadline).catch(() => undefined)));
+    this.pumpAll();
+    if (!this.allIdle()) {
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([
+        new Promise<void>((resolve) => {
+          this.idleWaiter = resolve;
+        }),
+        new Promise<void>((resolve) => {
+          timer = setTimeout(resolve, Math.max(0, deadline - Date.now()));
+        }),
+      ]);
+      clearTimeout(timer);
+    }
+    await Promise.all(this.sinks.map((s) => s.close(deadline).catch(() => undefined)));
+    let abandoned = 0;
+    for (const r of this.runners) {
+      r.counters.abandoned = r.queue.clear() + (r.sink.held?.() ?? 0);
+      abandoned += r.counters.abandoned;
+    }
+    return abandoned;
+  }
+
+  counters(): PipelineCounters {
+    const flow = this.flow!;
+    const out: PipelineCounters = {
+      total_dropped_by_sink: this.pipelineCounters.total_dropped_by_sink,
+      flow: { ...flow.counters },
+      sources: {},
+      sinks: {},
+    };
+    if (flow.rateLimiter) out.rate_limit = { ...flow.rateLimiter.counters };
+    for (const s of this.sources) out.sources[s.id] = { ...s.counters };
+    for (const r of this.runners) out.sinks[r.sink.id] = { ...r.sink.counters, ...r.counters };
+    return out;
+  }
+
+  doneIds(): DedupWindow | undefined {
+    return this.journal?.take();
+  }
+
+  positions(): PipelinePositions {
+    const out: PipelinePositions = {};
+    for (const s of this.sources) {
+      const p = s.positions?.();
+      if (p) out[s.id] = p;
+    }
+    return out;
+  }
+}
+
+export function buildPipeline(cfg: PipelineConfig, opts: BuildOptions): Pipeline {
+  const pipeline = new AssembledPipeline(cfg, opts);
+  if (pipeline.errors.length > 0) throw new BuildError(pipeline.errors);
+  return pipeline;
 }

@@ -3,7 +3,7 @@
 import test from 'ava';
 import { InOrder, settle, type Ticket } from '../../src/core/ack.js';
 import { DoneIds, openTicket } from '../../src/worker/acks.js';
-import { type DedupWindow, eachId } from '../../src/flow/dedup.js';
+import { type DedupWindow, eachId } from '../../src/core/dedup-window.js';
 
 const idsOf = (w: DedupWindow) => {
   const out: string[] = [];

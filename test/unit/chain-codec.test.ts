@@ -14,8 +14,7 @@ import {
 } from '../../src/chain/protocol.js';
 import { type Entry, normaliseLevel } from '../../src/core/entry.js';
 import { formatJson } from '../../src/flow/format.js';
-import { eachWireRun, encodeWire } from '../../src/chain/wire.js';
-import type { SinkItem } from '../../src/sinks/types.js';
+import { eachWireRun, encodeWire, type WireItem, wireItem } from '../../src/chain/wire.js';
 import { xorshift } from '../helpers/random.js';
 
 /** The entry without what `decodeEntry` keeps of a canonical line. */
@@ -94,7 +93,7 @@ test('an entry time past the Date range is replaced, never thrown on, in both di
 });
 
 test('encodeWire writes an item once for every chain sink of the pipeline; a completed line counts for each', (t) => {
-  const item = (entry: Entry): SinkItem => ({ entry, line: '', wireBuf: undefined, wireAt: 0, wireEnd: 0, wireCompleted: false, paths: 0 });
+  const item = (entry: Entry): WireItem => wireItem(entry, '', undefined);
   const items = [item({ time: Date.UTC(2024, 0, 1), source: 's', message: 'm', id: 'i1' }), item({ message: 'no time' } as unknown as Entry)];
   t.is(encodeWire(items, 0, 2, Date.UTC(2024, 0, 1), 'p'), 1);
   const bytes = () => items.map((x) => x.wireBuf!.toString('utf8', x.wireAt, x.wireEnd));
@@ -113,7 +112,7 @@ test('encodeWire writes an item once for every chain sink of the pipeline; a com
 test('encodeWire writes the bytes of encodeEntry, for entries of every shape and received canonical lines', (t) => {
   const out = { completed: false };
   const now = Date.UTC(2025, 5, 6, 7, 8, 9, 10);
-  const items: SinkItem[] = [];
+  const items: WireItem[] = [];
   const want: string[] = [];
   for (let i = 0; i < 5_000; i++) {
     const odd = rand() < 0.3;
@@ -127,7 +126,7 @@ test('encodeWire writes the bytes of encodeEntry, for entries of every shape and
     // half of them as a relay has them: decoded from the line another node sent
     const entry = rand() < 0.5 ? decodeEntry(encodeEntry(e, now, 'p', out), rand() < 0.5 ? 'edge-1' : undefined, now, 'p')! : e;
     want.push(`${encodeEntry(entry, now, 'p', out)}\n`);
-    items.push({ entry, line: '', wireBuf: undefined, wireAt: 0, wireEnd: 0, wireCompleted: false, paths: 0 });
+    items.push(wireItem(entry, '', undefined));
   }
   for (let at = 0; at < items.length; at += 700) encodeWire(items, at, Math.min(items.length, at + 700), now, 'p');
   const got: Buffer[] = [];

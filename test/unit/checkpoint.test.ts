@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
 import { createLogger } from '../../src/core/log.js';
-import { eachId, packChunk } from '../../src/flow/dedup.js';
+import { eachId, packChunk } from '../../src/core/dedup-window.js';
 import { CHECKPOINT_FILE, readCheckpoint, startCheckpointer } from '../../src/primary/checkpoint.js';
 
 const T0 = Date.parse('2026-01-02T03:04:05.000Z');

@@ -3,7 +3,8 @@
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import test from 'ava';
-import { DedupSet, eachId, packChunk, PackedWindow } from '../../src/flow/dedup.js';
+import { eachId, packChunk, PackedWindow } from '../../src/core/dedup-window.js';
+import { DedupSet } from '../../src/flow/dedup.js';
 import { createFlow } from '../../src/flow/index.js';
 import { xorshift } from '../helpers/random.js';
 

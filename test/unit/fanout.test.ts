@@ -17,7 +17,7 @@ function runner(id: string, bufferSize: number, onFull: OnFull = 'drop', live = 
   };
 }
 
-const item = (ticket?: Ticket): SinkItem => ({ entry: { time: 0, source: 's', message: 'm' }, line: 'm', ticket, wireBuf: undefined, wireAt: 0, wireEnd: 0, wireCompleted: false, paths: 0 });
+const item = (ticket?: Ticket): SinkItem => ({ entry: { time: 0, source: 's', message: 'm' }, line: 'm', ticket, paths: 0 });
 
 test('all: every sink gets the item; a full dropping sink drops it and owes nothing for it', (t) => {
   const a = runner('a', 1);

@@ -1,0 +1,19 @@
+// What a sink's input queue holds: shared by the pipeline, the sinks and the chain codec.
+
+import type { Ticket } from './ack.js';
+import type { Entry } from './entry.js';
+
+/**
+ * An entry with the pipeline's formatted line (without terminator), and the ticket of the batch
+ * it came in: one delivery is owed on it per sink that took the item (DESIGN.md §15).
+ */
+export interface SinkItem {
+  readonly entry: Entry;
+  readonly line: string;
+  readonly ticket?: Ticket;
+  /**
+   * `fanout = "any"`: one bit per sink of the pipeline that took this item (bit i = the i-th
+   * sink, up to 31), so a broken link's items fail over only to a path that does not hold them.
+   */
+  paths: number;
+}
