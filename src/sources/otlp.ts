@@ -3,8 +3,7 @@
 // answered 200 once every one of them is done (§15), so an exporter's retry never loses what it
 // was told was taken. Errors carry a google.rpc.Status in the request's encoding.
 
-import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerOptions, type ServerResponse } from 'node:http';
-import { createServer as createHttpsServer } from 'node:https';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import { CHAIN_SOURCE_BUFFER_SIZE, type ChainSourceConfig, chainSourceConfig, chainSourceFields } from '../chain/source-config.js';
@@ -12,6 +11,7 @@ import type { PluginSpec } from '../config/spec.js';
 import { doneBy } from '../core/ack.js';
 import type { Entry } from '../core/entry.js';
 import { errorMessage } from '../core/errors.js';
+import { createHttpListener } from '../net/http-server.js';
 import { bind, countHandshakeErrors } from '../net/listener.js';
 import { closeSession, openSession, type Session } from '../net/session.js';
 import { serverSecurity } from '../net/tls.js';
@@ -33,9 +33,6 @@ interface OtlpSourceConfig extends ChainSourceConfig {
 
 /** Seconds an exporter is asked to wait when the pipeline is saturated (503). */
 const RETRY_AFTER_S = 1;
-
-/** Longest time allowed for a request's headers, ms (read_timeout_ms when shorter). */
-const HEADERS_TIMEOUT_MS = 10_000;
 
 /**
  * Body bytes all requests under way may hold together, in `max_body_bytes`: past it a request is
@@ -240,15 +237,8 @@ export const createOtlpSource: SourceFactory = (plugin, ctx): Source => {
     acksUpstream: true,
     async open() {
       if (ctx.checkOnly) return;
-      const headersTimeout = Math.min(HEADERS_TIMEOUT_MS, cfg.read_timeout_ms || HEADERS_TIMEOUT_MS);
-      const options: ServerOptions = {
-        requestTimeout: cfg.read_timeout_ms,
-        headersTimeout,
-        keepAliveTimeout: 65_000,
-        // how often Node looks for requests past their timeouts (30 s by default)
-        connectionsCheckingInterval: Math.max(100, Math.min(30_000, Math.floor(headersTimeout / 4))),
-      };
-      const srv = tlsOptions ? createHttpsServer({ ...tlsOptions, ...options }, handle) : createHttpServer(options, handle);
+      // the headers within a few seconds, the whole request within read_timeout_ms (net/http-server.ts)
+      const srv = createHttpListener(tlsOptions, { requestTimeoutMs: cfg.read_timeout_ms, keepAliveTimeoutMs: 65_000 }, handle);
       // connections past max_connections are refused before any TLS handshake (cluster workers
       // get their sockets from the primary, so the server's own maxConnections does not apply)
       let open = 0;
