@@ -67,6 +67,8 @@ class PipelineWorker {
     readonly level: LogLevel | 'silent',
     /** `node_name` of its configuration */
     readonly node: string,
+    /** `data_dir` the node started with */
+    readonly dataDir: string,
   ) {
     this.built = new Promise((resolve, reject) => {
       this.resolveBuilt = resolve;
@@ -92,7 +94,7 @@ class PipelineWorker {
   onReady(): void {
     this.ready = true;
     if (this.planned) this.send({ type: 'stop', timeout_ms: this.stopTimeoutMs });
-    else this.send({ type: 'build', generation: this.generation, pipeline: this.pipeline, level: this.level, node: this.node });
+    else this.send({ type: 'build', generation: this.generation, pipeline: this.pipeline, level: this.level, node: this.node, data_dir: this.dataDir });
   }
 
   onBuilt(): void {
@@ -149,8 +151,11 @@ class PipelineWorker {
 /** How the first generation's start ended: `invalid` exits 78, `unavailable` 69 (DESIGN.md §2). */
 export type StartResult = 'started' | 'invalid' | 'unavailable';
 
-/** What `/readyz` says of a pipeline; only `running` is ready. */
-export type PipelineState = 'starting' | 'running' | 'reloading' | 'backoff' | 'stopping';
+/**
+ * What `/readyz` says of a pipeline; only `running` is ready. `buffer_error`: running, but a
+ * source's disk buffer cannot write (DESIGN.md §23).
+ */
+export type PipelineState = 'starting' | 'running' | 'reloading' | 'backoff' | 'stopping' | 'buffer_error';
 
 /** One pipeline as the admin endpoint reads it. */
 export interface PipelineView {
@@ -165,6 +170,13 @@ export interface PipelineView {
   readonly positions: PipelinePositions;
   /** per sink id: entries abandoned by this pipeline's stopped workers */
   readonly abandoned: Readonly<Record<string, number>>;
+}
+
+/** A source's disk buffer cannot write (its `buffer_failing` gauge). */
+function bufferFailing(counters: PipelineCounters | undefined): boolean {
+  if (!counters) return false;
+  for (const c of Object.values(counters.sources)) if (c.buffer_failing === 1) return true;
+  return false;
 }
 
 /** The reason alone, for records that carry the pipeline in their own field. */
@@ -214,6 +226,8 @@ export class Supervisor {
   /** per pipeline name, per sink id: entries abandoned by stopped workers (§16 reason `abandoned`) */
   private readonly abandoned = new Map<string, Record<string, number>>();
   private readonly startedAt = Date.now();
+  /** `data_dir` as the node started (read at start only, like the checkpoint's) */
+  private readonly dataDir: string;
   /** the data_dir checkpoint's counters, shown with every pipeline's */
   checkpointCounters: { readonly checkpoint_writes: number; readonly checkpoint_errors: number } | undefined;
 
@@ -222,6 +236,7 @@ export class Supervisor {
     private readonly opts: SupervisorOptions,
   ) {
     this.config = config;
+    this.dataDir = config.data_dir;
     this.log = opts.log.logger;
     cluster.setupPrimary({ exec: fileURLToPath(new URL('../worker/main.js', import.meta.url)), silent: false });
   }
@@ -240,7 +255,7 @@ export class Supervisor {
   /** `config`: the configuration the worker's generation belongs to (for its `quiet`). */
   private fork(pipeline: PipelineConfig, generation: number, config: Config = this.config): PipelineWorker {
     const worker = cluster.fork();
-    const pw = new PipelineWorker(worker, pipeline, generation, this.opts.log.levelFor(config.quiet), config.node_name);
+    const pw = new PipelineWorker(worker, pipeline, generation, this.opts.log.levelFor(config.quiet), config.node_name, this.dataDir);
     this.live.add(pw);
     worker.on('message', (msg: unknown) => {
       if (isFromWorker(msg)) this.onMessage(pw, msg);
@@ -382,6 +397,14 @@ export class Supervisor {
         const set = cfg ? this.windowFor(cfg) : undefined;
         set?.load(p.dedup);
       }
+    }
+  }
+
+  /** The checkpoint was written with `state`: each running worker learns what it holds of its pipeline. */
+  checkpointed(state: CheckpointState): void {
+    for (const [name, w] of this.current) {
+      const p = state.pipelines[name];
+      if (p && w.state === 'running') w.send({ type: 'checkpointed', positions: p.positions });
     }
   }
 
@@ -582,7 +605,7 @@ export class Supervisor {
     if (this.shuttingDown) return 'stopping';
     if (this.handingOver) return 'reloading';
     if (this.restartTimers.has(name) || w?.state === 'exited') return 'backoff';
-    if (w?.state === 'running') return 'running';
+    if (w?.state === 'running') return bufferFailing(w.counters) ? 'buffer_error' : 'running';
     return 'starting';
   }
 

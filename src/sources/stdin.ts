@@ -4,6 +4,7 @@
 import type { Entry } from '../core/entry.js';
 import { parseLine } from '../core/entry.js';
 import { pluginConfig } from '../core/plugin-config.js';
+import { BUFFER_FIELDS } from '../buffer/config.js';
 import type { PluginSpec } from '../config/spec.js';
 import { LineSplitter } from './file.js';
 import type { Source, SourceFactory } from './types.js';
@@ -15,6 +16,7 @@ export const STDIN_SOURCE: PluginSpec = {
   doc: "reads the node's standard input line by line; at most one in the whole configuration; end of input ends the source, not the process",
   fields: {
     raw: { t: 'boolean', def: false, doc: 'take every line as plain text, never parse JSON lines' },
+    ...BUFFER_FIELDS,
   },
 };
 

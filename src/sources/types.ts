@@ -71,6 +71,8 @@ export interface Source {
   stop(deadline?: number): Promise<void>;
   /** Current file positions, for the stats message. */
   positions?(): SourcePositions;
+  /** The checkpoint saved these positions of this source (a disk buffer deletes what they passed). */
+  checkpointed?(positions: SourcePositions): void;
 }
 
 export type SourceFactory = (plugin: PluginConfig, ctx: SourceContext) => Source;

@@ -2,6 +2,7 @@
 // The per-entry path is synchronous: sources emit batches, sinks take batches. The fan-out policy
 // lives in fanout.ts, acknowledgement tickets in acks.ts; this file assembles them.
 
+import { withBuffer } from '../buffer/source.js';
 import type { PipelineConfig } from '../config/schema.js';
 import { encodeWire } from '../chain/wire.js';
 import { settle, settleAll } from '../core/ack.js';
@@ -42,6 +43,8 @@ export interface BuildOptions {
   readonly debug: boolean;
   /** `node_name`: part of entry ids, the default `node` of chain sinks */
   readonly node: string;
+  /** `data_dir`, where disk buffers live (DESIGN.md §23); empty or absent: none */
+  readonly dataDir?: string;
 }
 
 export interface Pipeline {
@@ -58,6 +61,8 @@ export interface Pipeline {
   positions(): PipelinePositions;
   /** dedup ids whose entries are done since the last call (for the primary's copy of the window) */
   doneIds(): DedupWindow | undefined;
+  /** The checkpoint saved these positions (disk buffers delete the segments they passed). */
+  checkpointed(positions: PipelinePositions): void;
 }
 
 export function buildPipeline(cfg: PipelineConfig, opts: BuildOptions): Pipeline {
@@ -221,6 +226,8 @@ export function buildPipeline(cfg: PipelineConfig, opts: BuildOptions): Pipeline
   const wireAhead = runners.some((r) => r.sink.sendsWire);
   // ids are stamped once, before the fan-out, when an entry may leave this node (DESIGN.md §14)
   const idNode = runners.some((r) => r.sink.carriesIds) ? opts.node : undefined;
+  // a disk buffer hands on no more entries at once than the smallest sink queue holds
+  const bufferWindow = runners.length > 0 ? Math.min(...runners.map((r) => r.sink.bufferSize)) : 1000;
   for (const plugin of cfg.plugin_sources) {
     const factory = sourceFactory(plugin.type);
     if (!factory) {
@@ -236,7 +243,8 @@ export function buildPipeline(cfg: PipelineConfig, opts: BuildOptions): Pipeline
         if (ref.source) emitBatch(ref.source, ids, entries, done);
       };
       const duplicate = flow?.dedup ? flow.seen : undefined;
-      const source = factory(plugin, { pipeline: cfg.name, log, checkOnly: opts.checkOnly, emit, isSaturated: () => saturated, idNode, duplicate });
+      const ctx = { pipeline: cfg.name, log, checkOnly: opts.checkOnly, emit, isSaturated: () => saturated, idNode, duplicate };
+      const source = withBuffer(factory, plugin, ctx, { dataDir: opts.dataDir ?? '', node: opts.node, window: bufferWindow });
       ref.source = source;
       sources.push(source);
       if (!opts.checkOnly) opts.log.info({ pipeline: cfg.name, plugin: plugin.id, type: plugin.type }, 'Created source instance');
@@ -303,6 +311,9 @@ export function buildPipeline(cfg: PipelineConfig, opts: BuildOptions): Pipeline
       return out;
     },
     doneIds: () => journal?.take(),
+    checkpointed(positions) {
+      for (const s of sources) s.checkpointed?.(positions[s.id] ?? {});
+    },
     positions() {
       const out: PipelinePositions = {};
       for (const s of sources) {
