@@ -57,7 +57,6 @@ export const idLine = (prefix: string, i: number): string =>
 export function postLines(port: number, lines: readonly string[], timeoutMs = 5000): Promise<{ status: number; retryAfter?: string }> {
   const body = `${lines.join('\n')}\n`;
   return new Promise((resolve) => {
-    let timer: NodeJS.Timeout | undefined;
     const req = request(
       {
         host: '127.0.0.1',
@@ -75,7 +74,7 @@ export function postLines(port: number, lines: readonly string[], timeoutMs = 50
       },
     );
     // a whole-exchange deadline: a peer killed mid-exchange may leave neither an error nor a response
-    timer = setTimeout(() => {
+    const timer = setTimeout(() => {
       req.destroy();
       resolve({ status: 0 });
     }, timeoutMs);
