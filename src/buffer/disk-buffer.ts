@@ -332,10 +332,26 @@ export class DiskBuffer {
       const next = this.segments[1]!;
       if (seg === this.writeSeg || seg === this.rSeg || this.savedSeq < next.firstSeq - 1) break;
       this.segments.shift();
-      this.diskBytes -= seg.size;
-      unlink(join(this.opts.dir, seg.name)).catch((err: unknown) => this.opts.log.warn({ segment: seg.name, error: errorMessage(err) }, 'Disk buffer segment not deleted'));
+      this.remove(seg);
+    }
+    // The segment being written, wholly saved as acknowledged, goes too (the next write starts a
+    // new one): one large commit may fill a buffer alone, and a full buffer takes nothing more.
+    const w = this.writeSeg;
+    if (w && this.segments.length === 1 && this.segments[0] === w && !this.committing && this.pending.length === 0 && !this.readLoop && this.savedSeq >= this.nextSeq - 1) {
+      this.writeSeg = undefined;
+      const fh = this.writeFh;
+      this.writeFh = undefined;
+      void fh?.close().catch(() => undefined);
+      if (this.rSeg === w) void this.closeReader();
+      this.segments.pop();
+      this.remove(w);
     }
     this.count();
+  }
+
+  private remove(seg: Segment): void {
+    this.diskBytes -= seg.size;
+    unlink(join(this.opts.dir, seg.name)).catch((err: unknown) => this.opts.log.warn({ segment: seg.name, error: errorMessage(err) }, 'Disk buffer segment not deleted'));
   }
 
   // ── Reading ───────────────────────────────────────────────────────────────────────────────

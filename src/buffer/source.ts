@@ -43,7 +43,11 @@ export function withBuffer(factory: SourceFactory, plugin: PluginConfig, ctx: So
   if (!wantsDiskBuffer(plugin)) return factory(plugin, ctx);
   // emit() and isSaturated() are handed to the factory before the buffer and the source exist
   const at: { buffer?: DiskBuffer; source?: Source; cfg?: BufferConfig; counters: BufferCounters } = { counters: bufferCounters() };
-  const blocking = () => !!at.buffer && (at.buffer.full || !at.buffer.opened);
+  /** the source stops taking: a buffer not open yet, failing, or full with when_full = "block" */
+  const blocking = () => {
+    const b = at.buffer;
+    return !!b && (!b.opened || b.isFailing || (b.full && at.cfg?.when_full === 'block'));
+  };
 
   const emit = (entries: Entry[], done?: () => void) => {
     if (entries.length === 0) {
@@ -52,7 +56,7 @@ export function withBuffer(factory: SourceFactory, plugin: PluginConfig, ctx: So
     }
     const { buffer } = at;
     if (!buffer || buffer.full) {
-      if (!at.source?.pausable || at.cfg?.when_full === 'drop_newest' || !buffer) {
+      if (!buffer || !at.source?.pausable || (at.cfg?.when_full === 'drop_newest' && !buffer.isFailing)) {
         at.counters.dropped_buffer_full += entries.length;
         done?.();
         return;
@@ -89,9 +93,8 @@ export function withBuffer(factory: SourceFactory, plugin: PluginConfig, ctx: So
   let started = false;
   buffer.onState = () => {
     if (stopping || !started) return;
-    if (buffer.full) {
-      if (table.when_full === 'block') source.pause?.();
-    } else source.resume?.();
+    if (blocking()) source.pause?.();
+    else source.resume?.();
   };
 
   const openBuffer = async (positions: SourcePositions, since: number) => {

@@ -167,8 +167,14 @@ test('segments are deleted once the saved sequence passed them, never before', a
   const sorted = after10.sort((a, b) => a - b);
   t.true(sorted[0]! <= 11 && (sorted[1] === undefined || sorted[1] > 11), `kept ${JSON.stringify(sorted)}`);
   h.buffer.saved(40);
-  // the segment being written stays
-  await until(() => segs().length === 1, 'all but the segment being written deleted');
+  // all saved: the segment being written goes too, and writing goes on in a new one
+  await until(() => segs().length === 0, 'every segment deleted');
   t.is(h.counters.buffer_entries, 0);
+  t.is(h.counters.buffer_bytes, 0);
+  let synced = false;
+  h.buffer.append([entry('later')], Date.now(), () => (synced = true));
+  await until(() => synced, 'synced after');
+  await until(() => h.emitted.at(-1)?.entries[0]?.message === 'later', 'read after');
+  t.is(segs().length, 1);
   await h.buffer.close(Date.now() + 1000);
 });
