@@ -39,7 +39,7 @@ export const BUFFER_FIELDS: Fields = {
         t: 'string',
         def: 'block',
         oneOf: ['block', 'drop_newest'],
-        doc: 'what a full buffer (or one that cannot write) does',
+        doc: 'what a full buffer does (one that cannot write always stops taking, as block)',
         values: {
           block: 'stop taking: tcp stops reading, http answers 503 with Retry-After; udp counts `buffer_full` drops',
           drop_newest: 'take and drop new entries, counted (`dropped_buffer_full`, reason `buffer_full`)',
