@@ -372,6 +372,11 @@ export class DiskBuffer {
     this.pumpRead();
   }
 
+  /** Entries handed on and not yet done. */
+  get inFlight(): number {
+    return this.outstanding;
+  }
+
   private canRead(): boolean {
     return this.emit !== undefined && !this.paused && !this.closed && this.outstanding < this.window;
   }

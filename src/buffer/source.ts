@@ -138,6 +138,7 @@ export function withBuffer(factory: SourceFactory, plugin: PluginConfig, ctx: So
     positions() {
       return { ...source.positions?.(), [BUFFER_POSITION_KEY]: { inode: 0, offset: buffer.opened ? buffer.acked : handed } };
     },
+    kept: () => buffer.inFlight,
     checkpointed(positions) {
       buffer.saved(positions[BUFFER_POSITION_KEY]?.offset);
     },

@@ -71,6 +71,11 @@ export interface Source {
   stop(deadline?: number): Promise<void>;
   /** Current file positions, for the stats message. */
   positions?(): SourcePositions;
+  /**
+   * Entries emitted and not yet done that a drain cut short does not lose (a disk buffer keeps
+   * them and sends them again after the next start): not counted as abandoned.
+   */
+  kept?(): number;
   /** The checkpoint saved these positions of this source (a disk buffer deletes what they passed). */
   checkpointed?(positions: SourcePositions): void;
 }

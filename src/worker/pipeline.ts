@@ -290,8 +290,11 @@ export function buildPipeline(cfg: PipelineConfig, opts: BuildOptions): Pipeline
         }
         await Promise.all(sinks.map((s) => s.close(deadline).catch(() => undefined)));
         let abandoned = 0;
+        // what a disk buffer still holds is sent again after the next start (DESIGN.md §23)
+        const kept = sources.reduce((n, s) => n + (s.kept?.() ?? 0), 0);
         for (const r of runners) {
-          r.counters.abandoned = r.queue.clear() + (r.sink.held?.() ?? 0);
+          const left = r.queue.clear() + (r.sink.held?.() ?? 0);
+          r.counters.abandoned = left - Math.min(left, kept);
           abandoned += r.counters.abandoned;
         }
         return abandoned;

@@ -58,9 +58,15 @@ test.serial('collector down: the relay answers 204 to a backlog, drains it when 
   t.true(held > 10, `segments while the collector is down: ${held}`);
   t.is(latestCounter(relay, 'relay', 'sinks.out.total_processed') ?? 0, 1000, 'the reader hands on no more than the sink queue holds');
 
+  // a shutdown with the backlog on disk is a normal exit: nothing abandoned, all of it kept
+  t.is(await relay.stop(30_000), 0);
+  t.false(relay.records.some((r) => r.msg === 'Drain deadline passed, entries abandoned'));
+  const relay2 = start('relay', relayToml({ dataDir, source: 'http_chain', port, sinkPort: collectorPort, buffer: 'segment_size_mb = 0.05\nmax_size_mb = 64' }), ['--logging.level=debug']);
+  await waitReady(relay2, 'relay again', 30_000);
+
   const collector = start('collector', collectorToml(collectorPort));
   await waitFor(() => printedCounts([collector.out]).size >= N, `the backlog of ${N} at the collector`, 60_000);
-  await waitFor(() => latestCounter(relay, 'relay', 'sources.in.buffer_entries') === 0, 'the buffer empty', 30_000);
+  await waitFor(() => latestCounter(relay2, 'relay', 'sources.in.buffer_entries') === 0, 'the buffer empty', 30_000);
   // the segments the saved sequence passed are deleted; the one being written stays
   await waitFor(() => segmentsIn(bufDir) <= 1, `segments deleted (${segmentsIn(bufDir)} left)`, 30_000);
   const seen = printedCounts([collector.out]);
