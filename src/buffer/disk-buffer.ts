@@ -14,7 +14,7 @@ import type { Entry } from '../core/entry.js';
 import { errorMessage } from '../core/errors.js';
 import { idPrefix } from '../core/ids.js';
 import type { Logger } from '../core/log.js';
-import { encodeRecords, MIN_RECORD, recordAt, scanSegment, segmentName, segmentSeq } from './record.js';
+import { encodeRecords, HEADER_BYTES, MIN_RECORD, recordAt, scanSegment, segmentName, segmentSeq } from './record.js';
 
 /** The source counters a disk buffer keeps (DESIGN.md §23), in the source's own counters object. */
 export interface BufferCounters {
@@ -72,6 +72,8 @@ export class DiskBuffer {
   private nextSeq = 1;
   private prefix = '';
   private pending: Buffer[] = [];
+  /** the entries of each pending chunk: handed to a reader that is caught up once synced */
+  private pendingEntries: Entry[][] = [];
   private pendingBytes = 0;
   private pendingFirstSeq = 0;
   private waiters: (() => void)[] = [];
@@ -108,6 +110,8 @@ export class DiskBuffer {
     this.acked = seq;
     this.count();
   });
+  /** entries synced and kept in memory for a caught-up reader (see handOver) */
+  private cache: { seg: Segment; items: Entry[]; sizes: number[]; idx: number; at: number; seq: number; end: number; endSeq: number } | undefined;
   /** Called when `full` changes. */
   onState: (() => void) | undefined;
 
@@ -208,6 +212,7 @@ export class DiskBuffer {
     const buf = encodeRecords(payloads, first);
     if (this.pending.length === 0) this.pendingFirstSeq = first;
     this.pending.push(buf);
+    this.pendingEntries.push(entries);
     this.pendingBytes += buf.length;
     if (done) this.waiters.push(done);
     this.commit();
@@ -218,15 +223,17 @@ export class DiskBuffer {
     if (this.committing || !this.opened || this.pending.length === 0 || (this.failing && !this.retrying)) return;
     this.committing = true;
     const chunks = this.pending;
+    const lists = this.pendingEntries;
     const waiters = this.waiters;
     const bytes = this.pendingBytes;
     const first = this.pendingFirstSeq;
     this.pending = [];
+    this.pendingEntries = [];
     this.waiters = [];
     this.pendingBytes = 0;
     this.write(chunks, bytes, first)
       .then(
-        () => {
+        (at) => {
           this.opts.counters.buffer_syncs++;
           if (this.failing) {
             this.failing = this.retrying = false;
@@ -234,11 +241,13 @@ export class DiskBuffer {
             this.opts.log.info({ dir: this.opts.dir }, 'Disk buffer write recovered');
           }
           for (const w of waiters) w();
+          this.handOver(at, chunks, lists, first);
           this.pumpRead();
         },
         (err: unknown) => {
           // kept, in order, for the next attempt: their senders were told nothing yet
           this.pending = chunks.concat(this.pending);
+          this.pendingEntries = lists.concat(this.pendingEntries);
           this.waiters = waiters.concat(this.waiters);
           this.pendingBytes += bytes;
           this.pendingFirstSeq = first;
@@ -252,14 +261,80 @@ export class DiskBuffer {
       });
   }
 
-  private async write(chunks: Buffer[], bytes: number, firstSeq: number): Promise<void> {
+  /** Writes and syncs; resolves where the chunks begin in the segment being written. */
+  private async write(chunks: Buffer[], bytes: number, firstSeq: number): Promise<number> {
     if (!this.writeFh || !this.writeSeg || (this.writeSeg.size > 0 && this.writeSeg.size + bytes > this.opts.segmentBytes)) await this.roll(firstSeq);
     const fh = this.writeFh!;
     const seg = this.writeSeg!;
-    await fh.writev(chunks, seg.size);
+    const at = seg.size;
+    await fh.writev(chunks, at);
     await fh.datasync();
     seg.size += bytes;
     this.diskBytes += bytes;
+    return at;
+  }
+
+  /**
+   * Entries just synced are kept, as they are, for a reader caught up at the end of the segment
+   * being written: it takes them from here, up to its window at a time, instead of reading and
+   * decoding them again. Bounded by `cacheMax()` entries; what is not kept is read from the disk.
+   */
+  private handOver(at: number, chunks: readonly Buffer[], lists: readonly Entry[][], first: number): void {
+    const seg = this.writeSeg;
+    if (!seg || this.closed) return;
+    let c = this.cache;
+    const contiguous = c !== undefined && c.seg === seg && c.end === at && c.endSeq === first - 1;
+    if (!contiguous) {
+      // a new run starts only where the reader stands now
+      if (this.rSeg !== seg || !this.rFh || this.carry.length > 0 || this.carryAt !== at || this.readSeq !== first - 1) return;
+      c = this.cache = { seg, items: [], sizes: [], idx: 0, at, seq: first, end: at, endSeq: first - 1 };
+    }
+    if (c!.items.length - c!.idx >= this.cacheMax()) return;
+    for (let k = 0; k < chunks.length; k++) {
+      const chunk = chunks[k]!;
+      const list = lists[k]!;
+      for (let e = 0, p = 0; e < list.length; e++) {
+        const size = HEADER_BYTES + chunk.readUInt32LE(p);
+        c!.items.push(list[e]!);
+        c!.sizes.push(size);
+        p += size;
+        c!.end += size;
+      }
+      c!.endSeq += list.length;
+    }
+  }
+
+  private cacheMax(): number {
+    return Math.max(8 * this.window, 8192);
+  }
+
+  /** Hands on entries from the cache when the reader stands where it begins; true when it did. */
+  private fromCache(): boolean {
+    const c = this.cache;
+    if (!c) return false;
+    if (this.rSeg !== c.seg || this.carry.length > 0 || this.carryAt !== c.at || this.readSeq !== c.seq - 1) {
+      // the reader is elsewhere (another segment, or past it): the cache is of no use any more
+      if (this.rSeg !== c.seg || this.carryAt > c.at) this.cache = undefined;
+      return false;
+    }
+    const n = Math.min(this.window - this.outstanding, c.items.length - c.idx);
+    if (n <= 0) return false;
+    const batch = c.items.slice(c.idx, c.idx + n);
+    let bytes = 0;
+    for (let k = c.idx; k < c.idx + n; k++) bytes += c.sizes[k]!;
+    c.idx += n;
+    c.at += bytes;
+    c.seq += n;
+    if (c.idx === c.items.length) this.cache = undefined;
+    else if (c.idx > 4096) {
+      c.items = c.items.slice(c.idx);
+      c.sizes = c.sizes.slice(c.idx);
+      c.idx = 0;
+    }
+    this.carryAt = c.at;
+    this.readSeq = c.seq - 1;
+    this.handOn(batch, this.readSeq);
+    return true;
   }
 
   /** Writing goes on in a new segment named by its first sequence; the directory entry is synced first. */
@@ -420,7 +495,7 @@ export class DiskBuffer {
       this.carryAt = 0;
       this.readClean = true;
     }
-    if (this.parse()) return true;
+    if (this.fromCache() || this.parse()) return true;
     const from = this.carryAt + this.carry.length;
     if (from < seg.size) {
       const chunk = Buffer.allocUnsafe(Math.min(READ_CHUNK, seg.size - from));
@@ -475,10 +550,16 @@ export class DiskBuffer {
     this.carryAt += at;
     this.readSeq = seq;
     if (this.carry.length === 0) this.carry = EMPTY;
+    this.handOn(batch, seq);
+    return true;
+  }
+
+  /** Emits `batch`, the records up to `seq` read; `seq` is acknowledged once its batch (and every one before) is done. */
+  private handOn(batch: Entry[], seq: number): void {
     const complete = this.order.add(seq);
     if (batch.length === 0) {
       complete();
-      return true;
+      return;
     }
     this.outstanding += batch.length;
     const n = batch.length;
@@ -487,7 +568,6 @@ export class DiskBuffer {
       complete();
       this.pumpRead();
     });
-    return true;
   }
 
   /** A record whose length or CRC is wrong: the rest of its segment is skipped. */
