@@ -283,10 +283,11 @@ export class DiskBuffer {
     const seg = this.writeSeg;
     if (!seg || this.closed) return;
     let c = this.cache;
+    if (c && (c.seg !== this.rSeg || this.carryAt > c.at)) c = this.cache = undefined; // the reader passed it
     const contiguous = c !== undefined && c.seg === seg && c.end === at && c.endSeq === first - 1;
     if (!contiguous) {
-      // a new run starts only where the reader stands now
-      if (this.rSeg !== seg || !this.rFh || this.carry.length > 0 || this.carryAt !== at || this.readSeq !== first - 1) return;
+      // a new run starts when none is kept and the reader is in this segment, not far behind
+      if (c || this.rSeg !== seg || first - 1 - this.readSeq > this.cacheMax()) return;
       c = this.cache = { seg, items: [], sizes: [], idx: 0, at, seq: first, end: at, endSeq: first - 1 };
     }
     if (c!.items.length - c!.idx >= this.cacheMax()) return;
@@ -305,18 +306,27 @@ export class DiskBuffer {
   }
 
   private cacheMax(): number {
-    return Math.max(8 * this.window, 8192);
+    return Math.max(16 * this.window, 16384);
+  }
+
+  /** Where reading from the disk stops in the current segment: the start of the cache ahead, or its end. */
+  private readLimit(seg: Segment): number {
+    const c = this.cache;
+    return c && c.seg === seg && c.at >= this.carryAt ? c.at : seg.size;
   }
 
   /** Hands on entries from the cache when the reader stands where it begins; true when it did. */
   private fromCache(): boolean {
     const c = this.cache;
     if (!c) return false;
-    if (this.rSeg !== c.seg || this.carry.length > 0 || this.carryAt !== c.at || this.readSeq !== c.seq - 1) {
+    if (this.rSeg !== c.seg || this.carryAt > c.at || (this.carryAt === c.at && this.readSeq !== c.seq - 1)) {
       // the reader is elsewhere (another segment, or past it): the cache is of no use any more
-      if (this.rSeg !== c.seg || this.carryAt > c.at) this.cache = undefined;
+      this.cache = undefined;
       return false;
     }
+    if (this.carryAt < c.at) return false;
+    // bytes read before the cache began are the same records: the cache serves them
+    this.carry = EMPTY;
     const n = Math.min(this.window - this.outstanding, c.items.length - c.idx);
     if (n <= 0) return false;
     const batch = c.items.slice(c.idx, c.idx + n);
@@ -497,8 +507,9 @@ export class DiskBuffer {
     }
     if (this.fromCache() || this.parse()) return true;
     const from = this.carryAt + this.carry.length;
-    if (from < seg.size) {
-      const chunk = Buffer.allocUnsafe(Math.min(READ_CHUNK, seg.size - from));
+    const limit = this.readLimit(seg);
+    if (from < limit) {
+      const chunk = Buffer.allocUnsafe(Math.min(READ_CHUNK, limit - from));
       const { bytesRead } = await this.rFh.read(chunk, 0, chunk.length, from);
       if (bytesRead === 0) {
         this.corrupt(seg, from, 'segment shorter than recorded');
@@ -530,7 +541,9 @@ export class DiskBuffer {
     const batch: Entry[] = [];
     let at = 0;
     let seq = this.readSeq;
-    while (batch.length < room && at < this.carry.length) {
+    // the records up to a cache ahead are parsed; from there on, the cache serves
+    const end = Math.min(this.carry.length, this.readLimit(this.rSeg!) - this.carryAt);
+    while (batch.length < room && at < end) {
       const r = recordAt(this.carry, at);
       if (r.kind === 'short') break;
       if (r.kind === 'bad') {

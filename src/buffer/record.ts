@@ -1,7 +1,8 @@
 // The disk buffer's record and segment formats (DESIGN.md §23). A record is a 16-byte header
 // (payload length u32 LE, CRC-32 u32 LE, sequence u64 LE) and the entry as one JSON line without
-// terminator. The CRC (`zlib.crc32`) covers the length, the sequence and the payload, so a torn
-// or flipped length is caught as well as a flipped payload byte. Pure and synchronous.
+// terminator. The CRC (`zlib.crc32` of the sequence and the payload, started from the length as
+// its initial value) covers all three in one call, so a torn or flipped length is caught as well
+// as a flipped payload byte. Pure and synchronous.
 
 import { crc32 } from 'node:zlib';
 
@@ -51,7 +52,7 @@ export function encodeRecords(payloads: readonly string[], firstSeq: number): Bu
     buf.writeUInt32LE(seq % TWO_32, at + 8);
     buf.writeUInt32LE(Math.floor(seq / TWO_32), at + 12);
     buf.write(payloads[i]!, at + HEADER_BYTES, n, 'utf8');
-    buf.writeUInt32LE(crc32(buf.subarray(at + 8, at + HEADER_BYTES + n), crc32(buf.subarray(at, at + 4))), at + 4);
+    buf.writeUInt32LE(crc32(buf.subarray(at + 8, at + HEADER_BYTES + n), n), at + 4);
     at += HEADER_BYTES + n;
   }
   return buf;
@@ -72,7 +73,7 @@ export function recordAt(buf: Buffer, at: number, limit = buf.length): RecordAt 
   if (n < MIN_PAYLOAD || n > MAX_PAYLOAD) return { kind: 'bad' };
   const end = at + HEADER_BYTES + n;
   if (end > limit) return { kind: 'short' };
-  const crc = crc32(buf.subarray(at + 8, end), crc32(buf.subarray(at, at + 4)));
+  const crc = crc32(buf.subarray(at + 8, end), n);
   if (crc !== buf.readUInt32LE(at + 4)) return { kind: 'bad' };
   const seq = buf.readUInt32LE(at + 8) + buf.readUInt32LE(at + 12) * TWO_32;
   return { kind: 'ok', seq, start: at + HEADER_BYTES, end };
