@@ -16,6 +16,14 @@ export const MIN_RECORD = HEADER_BYTES + MIN_PAYLOAD;
 
 const TWO_32 = 2 ** 32;
 
+/** A segment file of a buffer. */
+export interface Segment {
+  readonly firstSeq: number;
+  readonly name: string;
+  /** bytes durable in it (synced, or found at open) */
+  size: number;
+}
+
 /** A segment's file name: its first sequence, 20 digits (so names sort as numbers do), `.seg`. */
 export function segmentName(firstSeq: number): string {
   return `${String(firstSeq).padStart(20, '0')}.seg`;
