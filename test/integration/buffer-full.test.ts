@@ -158,6 +158,12 @@ test.serial('when_full = "drop_newest" counts drops and recovers; a udp source c
   await waitFor(() => (latestCounter(relay, 'relay', 'sources.in.dropped_buffer_full') ?? 0) > 0, 'drops counted', 20_000);
   await waitFor(async () => /logrelay_dropped_entries_total\{pipeline="relay",component="in",reason="buffer_full"\} [1-9]/.test((await adminRequest(adminPort, '/metrics')).body), 'buffer_full in /metrics', 20_000);
   await waitFor(() => relay.records.some((r) => r.msg === 'Entries dropped' && r.reason === 'buffer_full' && r.level === 'warn'), 'WARN Entries dropped, reason buffer_full', 20_000);
+  // the buffer's own families, labelled by pipeline and component, equal to its counters
+  const metrics = (await adminRequest(adminPort, '/metrics')).body;
+  const sample = (name: string) => Number(new RegExp(`^${name}\\{pipeline="relay",component="in"\\} (\\S+)$`, 'm').exec(metrics)?.[1] ?? Number.NaN);
+  t.true(sample('logrelay_buffer_bytes') > 0);
+  t.true(sample('logrelay_buffer_entries') > 0);
+  t.is(sample('logrelay_buffer_errors_total'), 0);
   const dropped = latestCounter(relay, 'relay', 'sources.in.dropped_buffer_full')!;
   // recovery: the backlog drains, new entries are kept again
   const collector = start('collector', collectorToml(collectorPort));
@@ -232,6 +238,7 @@ probe.remove();
     return r.status === 503 && (JSON.parse(r.body) as { pipelines: Record<string, string> }).pipelines.relay === 'buffer_error';
   }, '/readyz says buffer_error', 20_000);
   t.is((await postLines(port, [idLine('s', 999_999)])).status, 503, 'a failing buffer takes nothing');
+  await waitFor(async () => /^logrelay_buffer_errors_total\{pipeline="relay",component="in"\} [1-9]/m.test((await adminRequest(adminPort, '/metrics')).body), 'logrelay_buffer_errors_total counts the failed writes', 20_000);
   // space returns
   rmSync(filler);
   await waitFor(async () => (await adminRequest(adminPort, '/readyz')).status === 200, '/readyz ready again', 30_000);
