@@ -178,3 +178,22 @@ test('segments are deleted once the saved sequence passed them, never before', a
   t.is(segs().length, 1);
   await h.buffer.close(Date.now() + 1000);
 });
+
+test('an append is acknowledged only once its records are in the segment file, after a sync', async (t) => {
+  const dir = tempBufferDir();
+  const h = bufferOn(dir, 1 << 20);
+  await h.buffer.open(0);
+  for (let round = 0; round < 20; round++) {
+    const batch = [entry(`r${round}a`), entry(`r${round}b`)];
+    const before = h.counters.buffer_syncs;
+    let onDiskAtAck: Set<number> | undefined;
+    h.buffer.append(batch, Date.now(), () => {
+      onDiskAtAck = onDisk(dir);
+      t.true(h.counters.buffer_syncs > before, 'the sync that covers it is over');
+    });
+    t.is(onDiskAtAck, undefined, 'never acknowledged within append');
+    await until(() => onDiskAtAck !== undefined, 'acknowledged');
+    for (const e of batch) t.true(onDiskAtAck!.has(seqOf(e.id!)), `record ${e.id} on disk when acknowledged`);
+  }
+  await h.buffer.close(Date.now() + 1000);
+});
