@@ -118,7 +118,6 @@ test.serial('max_size_mb reached, when_full = "block": http 503 with Retry-After
   t.true(taken() < TCP_N, `tcp source took ${taken()} of ${TCP_N}`);
   t.true(taken() - at < 1000, 'it does not go on taking');
   t.is(latestCounter(tcpRelay, 'relay', 'sources.in.dropped_buffer_full'), 0);
-  t.true(sock.writableLength > 0 || taken() < TCP_N, 'the sender holds what was not read');
 
   // recovery: the collector comes up, both backlogs drain, the http source takes again, tcp reads the rest
   const collector = start('collector', collectorToml(collectorPort));
@@ -242,7 +241,8 @@ probe.remove();
   // space returns
   rmSync(filler);
   await waitFor(async () => (await adminRequest(adminPort, '/readyz')).status === 200, '/readyz ready again', 30_000);
-  if (pending) t.is((await pending).status, 204, 'the request held during the failure is answered once its entries are durable');
+  t.truthy(pending, 'a request was held by the failing write');
+  t.is((await pending!).status, 204, 'the request held during the failure is answered once its entries are durable');
   t.true(relay.records.some((r) => r.msg === 'Disk buffer write recovered'));
   const collector = start('collector', collectorToml(collectorPort));
   await waitFor(() => [...printedCounts([collector.out]).keys()].filter((m) => m.startsWith('s ')).length >= i, `all ${i} entries delivered`, 60_000);
