@@ -17,6 +17,8 @@ import { HEADER_BYTES, recordAt, type Segment } from './record.js';
 /** Bytes read from a segment at once. */
 const READ_CHUNK = 256 * 1024;
 const EMPTY = Buffer.alloc(0);
+/** Most record bytes the cache of synced entries holds (see handOver). */
+const CACHE_MAX_BYTES = 4 * 1024 * 1024;
 
 export type BufferEmit = (entries: Entry[], done: () => void) => void;
 
@@ -57,7 +59,7 @@ export class BufferReader {
   private readClean = true;
   private readonly order: InOrder<number>;
   /** entries synced and kept in memory for a reader that keeps up (see handOver) */
-  private cache: { seg: Segment; items: Entry[]; sizes: number[]; idx: number; at: number; seq: number; end: number; endSeq: number } | undefined;
+  private cache: { seg: Segment; items: Entry[]; sizes: number[]; idx: number; at: number; seq: number; end: number; endSeq: number; bytes: number } | undefined;
 
   constructor(private readonly host: ReaderHost) {
     this.order = new InOrder<number>((seq) => host.acked(seq));
@@ -92,9 +94,9 @@ export class BufferReader {
     if (!contiguous) {
       // a new run starts when none is kept and the reader is in this segment, not far behind
       if (c || this.rSeg !== seg || first - 1 - this.readSeq > this.cacheMax()) return;
-      c = this.cache = { seg, items: [], sizes: [], idx: 0, at, seq: first, end: at, endSeq: first - 1 };
+      c = this.cache = { seg, items: [], sizes: [], idx: 0, at, seq: first, end: at, endSeq: first - 1, bytes: 0 };
     }
-    if (c!.items.length - c!.idx >= this.cacheMax()) return;
+    if (c!.items.length - c!.idx >= this.cacheMax() || c!.bytes >= CACHE_MAX_BYTES) return;
     for (let k = 0; k < chunks.length; k++) {
       const chunk = chunks[k]!;
       const list = lists[k]!;
@@ -104,6 +106,7 @@ export class BufferReader {
         c!.sizes.push(size);
         p += size;
         c!.end += size;
+        c!.bytes += size;
       }
       c!.endSeq += list.length;
     }
@@ -138,6 +141,7 @@ export class BufferReader {
     for (let k = c.idx; k < c.idx + n; k++) bytes += c.sizes[k]!;
     c.idx += n;
     c.at += bytes;
+    c.bytes -= bytes;
     c.seq += n;
     if (c.idx === c.items.length) this.cache = undefined;
     else if (c.idx > 4096) {
