@@ -11,7 +11,7 @@ export function checkPipelines(config: Config): string[] {
   const errors: string[] = [];
   for (const p of config.pipelines) {
     try {
-      buildPipeline(p, { log, checkOnly: true, debug: false, node: config.node_name });
+      buildPipeline(p, { log, checkOnly: true, debug: false, node: config.node_name, dataDir: config.data_dir });
     } catch (err) {
       const list = err instanceof BuildError ? err.errors : [errorMessage(err)];
       for (const e of list) errors.push(`pipeline=${p.name}: ${e}`);

@@ -2,6 +2,7 @@
 
 import type { PluginConfig } from '../config/schema.js';
 import type { Fields, PluginSpec } from '../config/spec.js';
+import { BUFFER_FIELDS } from '../buffer/config.js';
 import { PORT, pluginConfig } from '../core/plugin-config.js';
 import { AUTH_FIELDS, type AuthConfig, TLS_FIELDS, type TlsConfig } from '../net/tls.js';
 
@@ -31,6 +32,7 @@ export function chainSourceFields(own: Fields): Fields {
     host: { t: 'string', def: '0.0.0.0', doc: 'address to listen on' },
     port: { ...PORT, doc: 'port to listen on' },
     ...own,
+    ...BUFFER_FIELDS,
     ...TLS_FIELDS,
     ...AUTH_FIELDS,
   };

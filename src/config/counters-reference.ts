@@ -31,6 +31,37 @@ export interface CounterSection {
 
 const LISTENERS = ['tcp_chain', 'http_chain', 'syslog', 'otlp'];
 
+/** Sources that take a `buffer` table (DESIGN.md §23). */
+const BUFFERED = ['syslog', 'stdin', 'tcp_chain', 'http_chain', 'otlp'];
+const WITH_DISK_BUFFER = 'with a disk buffer (`buffer.type = "disk"`)';
+
+const BUFFER_COUNTERS: readonly CounterDecl[] = [
+  {
+    name: 'buffer_bytes',
+    owners: BUFFERED,
+    when: WITH_DISK_BUFFER,
+    gauge: true,
+    doc: 'bytes of segment files on disk; near `max_size_mb` the source stops taking (or drops, `when_full`)',
+  },
+  { name: 'buffer_entries', owners: BUFFERED, when: WITH_DISK_BUFFER, gauge: true, doc: 'entries written and not yet acknowledged downstream: the backlog waiting on disk' },
+  { name: 'buffer_syncs', owners: BUFFERED, when: WITH_DISK_BUFFER, doc: 'group commits (one `fdatasync` each); `total_entries` / `buffer_syncs` is the entries per sync' },
+  {
+    name: 'buffer_corrupt_records',
+    owners: BUFFERED,
+    when: WITH_DISK_BUFFER,
+    doc: 'records whose length or CRC was wrong while reading (the rest of that segment skipped, logged ERROR `Disk buffer corrupt record`)',
+  },
+  { name: 'buffer_truncated_bytes', owners: BUFFERED, when: WITH_DISK_BUFFER, doc: 'bytes of torn tails cut at start (a crash mid-write; logged WARN `Disk buffer tail cut`)' },
+  { name: 'buffer_write_errors', owners: BUFFERED, when: WITH_DISK_BUFFER, doc: 'failed writes or syncs (each attempt; logged ERROR `Disk buffer write failed`)' },
+  { name: 'buffer_failing', owners: BUFFERED, when: WITH_DISK_BUFFER, gauge: true, doc: '1 while writes fail: the source takes nothing and `/readyz` says `buffer_error`' },
+  {
+    name: 'dropped_buffer_full',
+    owners: BUFFERED,
+    when: WITH_DISK_BUFFER,
+    doc: 'entries dropped because the buffer was full (`when_full = "drop_newest"`, or a udp source, which cannot pause); metric reason `buffer_full`',
+  },
+];
+
 export const COUNTER_SECTIONS: readonly CounterSection[] = [
   {
     kind: 'sources',
@@ -80,6 +111,7 @@ export const COUNTER_SECTIONS: readonly CounterSection[] = [
       },
       { name: 'truncated_messages', owners: ['syslog'], doc: 'frames over `max_message_bytes` were cut' },
       { name: 'connected', owners: ['nats'], gauge: true, doc: '1 while the connection to a NATS server is up' },
+      ...BUFFER_COUNTERS,
       { name: 'reconnects', owners: ['nats'], doc: 'lost connections to the NATS servers; steady growth means the servers are down or refusing' },
       { name: 'unacked', owners: ['nats'], gauge: true, doc: 'messages received and not yet acknowledged to JetStream (their entries are not all done downstream yet)' },
     ],
@@ -196,7 +228,7 @@ const METRIC_SOURCES: Readonly<Record<string, string>> = {
   logrelay_pipeline_resident_memory_bytes: "the worker's RSS",
   logrelay_source_entries_total: 'source `total_entries`',
   logrelay_sink_entries_total: 'sink `total_processed`',
-  logrelay_dropped_entries_total: `losses by reason (${DROP_REASONS.map((r) => `\`${r}\``).join(', ')}): \`queue_full\` (\`dropped_queue_full\`), \`source_saturated\` (\`dropped_entries\`), \`rate_limited\` (\`dropped_total\` − \`dropped_by_size_total\`), \`oversize\` (\`dropped_by_size_total\`), \`client_slow\` (\`tcp\`/\`http\` \`dropped_writes\`), \`write_failed\` (\`stdout\`/\`file\` \`dropped_writes\`), \`batch_rejected\` (\`dropped_batches\`), \`abandoned\``,
+  logrelay_dropped_entries_total: `losses by reason (${DROP_REASONS.map((r) => `\`${r}\``).join(', ')}): \`queue_full\` (\`dropped_queue_full\`), \`source_saturated\` (\`dropped_entries\`), \`rate_limited\` (\`dropped_total\` − \`dropped_by_size_total\`), \`oversize\` (\`dropped_by_size_total\`), \`client_slow\` (\`tcp\`/\`http\` \`dropped_writes\`), \`write_failed\` (\`stdout\`/\`file\` \`dropped_writes\`), \`batch_rejected\` (\`dropped_batches\`), \`abandoned\`, \`buffer_full\` (\`dropped_buffer_full\`)`,
   logrelay_filtered_entries_total: 'entries the filters took out',
   logrelay_duplicates_dropped_total: '`duplicates_dropped`',
   logrelay_parse_errors_total: '`parse_errors`',
@@ -206,6 +238,9 @@ const METRIC_SOURCES: Readonly<Record<string, string>> = {
   logrelay_chain_unacked_entries: '`unacked` of `tcp_chain` and nats sinks and of the nats source',
   logrelay_chain_reconnects_total: '`reconnects` of chain, syslog and nats sinks and of the nats source',
   logrelay_file_lag_bytes: '`lag_bytes`',
+  logrelay_buffer_bytes: '`buffer_bytes`',
+  logrelay_buffer_entries: '`buffer_entries`',
+  logrelay_buffer_errors_total: '`buffer_write_errors` + `buffer_corrupt_records`',
   logrelay_checkpoint_errors_total: '`checkpoint_errors`',
   logrelay_tls_certificate_expiry_timestamp_seconds: "the earliest `notAfter` among the plugin's certificates (Unix seconds; `/status` calls it `certificate_expiry_seconds`)",
 };
@@ -214,14 +249,15 @@ const typesOf = (kind: CounterSection['kind']): readonly string[] =>
   kind === 'sources' ? Object.keys(SOURCE_SPECS) : kind === 'sinks' ? Object.keys(SINK_SPECS) : [kind];
 
 /**
- * Every declared counter as `kind/type/name`; a counter every plugin of a kind keeps is
- * `kind/* /name` (without the space) when it exists only under a condition, else one key per type.
+ * Every declared counter as `kind/type/name`; a counter that exists only under a condition
+ * (`when`: dedup, fanout any, a disk buffer) is `kind/* /name` (without the space), else one key
+ * per owning type.
  */
 export function declaredCounters(): Set<string> {
   const out = new Set<string>();
   for (const s of COUNTER_SECTIONS) {
     for (const c of s.counters) {
-      if (c.owners === 'every' && c.when) out.add(`${s.kind}/*/${c.name}`);
+      if (c.when) out.add(`${s.kind}/*/${c.name}`);
       else for (const type of c.owners === 'every' ? typesOf(s.kind) : c.owners) out.add(`${s.kind}/${type}/${c.name}`);
     }
   }

@@ -41,6 +41,10 @@ export function validateConfig(config: Config): Config {
           if (stdinAt) faults.push(new ConfigError(joinPath(pluginAt, 'type'), `only one stdin source is allowed (another at ${stdinAt})`));
           else stdinAt = pluginAt;
         }
+        const buffer = cfg.buffer;
+        if (kind === 'source' && !config.data_dir && typeof buffer === 'object' && buffer !== null && (buffer as { type?: unknown }).type === 'disk') {
+          faults.push(new ConfigError(joinPath(joinPath(where, 'buffer'), 'type'), 'a disk buffer needs data_dir (the top-level key) to be set'));
+        }
         if (LISTENERS[kind].has(plugin.type) && typeof cfg.port === 'number') {
           const host = typeof cfg.host === 'string' ? cfg.host : '0.0.0.0';
           // a UDP port is another port than the TCP one of the same number (syslog on 514 takes both)

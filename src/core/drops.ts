@@ -3,7 +3,7 @@
 
 import type { PipelineCounters } from './counters.js';
 
-export const DROP_REASONS = ['queue_full', 'source_saturated', 'rate_limited', 'oversize', 'client_slow', 'write_failed', 'batch_rejected', 'abandoned'] as const;
+export const DROP_REASONS = ['queue_full', 'source_saturated', 'rate_limited', 'oversize', 'client_slow', 'write_failed', 'batch_rejected', 'abandoned', 'buffer_full'] as const;
 export type DropReason = (typeof DROP_REASONS)[number];
 
 /** The component that holds the rate limiter's counters (it is no plugin, so it has no id). */
@@ -29,7 +29,10 @@ export function dropsOf(counters: PipelineCounters, sinkTypes: Readonly<Record<s
   const add = (component: string, reason: DropReason, count: number | undefined) => {
     if (count !== undefined) out.push({ component, reason, count });
   };
-  for (const [id, c] of Object.entries(counters.sources)) add(id, 'source_saturated', c.dropped_entries);
+  for (const [id, c] of Object.entries(counters.sources)) {
+    add(id, 'source_saturated', c.dropped_entries);
+    add(id, 'buffer_full', c.dropped_buffer_full);
+  }
   const rl = counters.rate_limit;
   if (rl) {
     const bySize = rl.dropped_by_size_total ?? 0;

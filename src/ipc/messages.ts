@@ -27,6 +27,8 @@ export type ToWorker =
       readonly level: LogLevel | 'silent';
       /** `node_name` */
       readonly node: string;
+      /** `data_dir` as the node started with it (disk buffers, DESIGN.md §23); empty: none */
+      readonly data_dir?: string;
     }
   /**
    * `since`: per source id, when that source's run began (epoch ms): the first start of the
@@ -40,7 +42,9 @@ export type ToWorker =
       /** the dedup window the predecessor (or the checkpoint) left */
       readonly dedup?: DedupWindow;
     }
-  | { readonly type: 'stop'; readonly timeout_ms: number };
+  | { readonly type: 'stop'; readonly timeout_ms: number }
+  /** the checkpoint now holds these positions of the pipeline (what a disk buffer may delete) */
+  | { readonly type: 'checkpointed'; readonly positions: PipelinePositions };
 
 export type FromWorker =
   /** the worker is listening for orders (messages sent earlier could be lost while its module loads) */
@@ -65,7 +69,7 @@ export type FromWorker =
       readonly dedup?: DedupWindow;
     };
 
-const TO_WORKER = new Set<ToWorker['type']>(['build', 'start', 'stop']);
+const TO_WORKER = new Set<ToWorker['type']>(['build', 'start', 'stop', 'checkpointed']);
 const FROM_WORKER = new Set<FromWorker['type']>(['ready', 'built', 'build_failed', 'stats', 'log', 'stopped']);
 
 function tagged(msg: unknown): msg is { type: string } {

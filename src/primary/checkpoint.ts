@@ -153,8 +153,8 @@ export interface Checkpointer {
   stop(): void;
 }
 
-/** Writes `snapshot()` to `dir` every `intervalMs` when it changed. */
-export function startCheckpointer(dir: string, intervalMs: number, log: Logger, snapshot: () => CheckpointState): Checkpointer {
+/** Writes `snapshot()` to `dir` every `intervalMs` when it changed; `written` learns each state once it is durable. */
+export function startCheckpointer(dir: string, intervalMs: number, log: Logger, snapshot: () => CheckpointState, written?: (state: CheckpointState) => void): Checkpointer {
   const file = join(dir, CHECKPOINT_FILE);
   const tmp = `${file}.tmp`;
   const counters = { checkpoint_writes: 0, checkpoint_errors: 0 };
@@ -181,13 +181,15 @@ export function startCheckpointer(dir: string, intervalMs: number, log: Logger, 
 
   const write = (): Promise<void> => {
     if (writing) return writing.then(write);
-    const text = JSON.stringify(snapshot());
+    const state = snapshot();
+    const text = JSON.stringify(state);
     if (text === last) return Promise.resolve();
     writing = writeOnce(text)
       .then(
         () => {
           last = text;
           counters.checkpoint_writes++;
+          written?.(state);
         },
         (err: unknown) => {
           counters.checkpoint_errors++;

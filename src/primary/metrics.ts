@@ -71,7 +71,13 @@ const FAMILIES: readonly Family[] = [
       [{ result: 'failed' }, s.reloads.failed],
     ],
   },
-  { name: 'logrelay_pipeline_up', help: '1 while the pipeline runs, 0 otherwise.', kind: 'gauge', labels: ['pipeline'], samples: perPipeline((p) => [[{}, p.state === 'running' ? 1 : 0]]) },
+  {
+    name: 'logrelay_pipeline_up',
+    help: '1 while the pipeline runs, 0 otherwise.',
+    kind: 'gauge',
+    labels: ['pipeline'],
+    samples: perPipeline((p) => [[{}, p.state === 'running' || p.state === 'buffer_error' ? 1 : 0]]),
+  },
   { name: 'logrelay_pipeline_restarts_total', help: 'Crash restarts of the pipeline process.', kind: 'counter', labels: ['pipeline'], samples: perPipeline((p) => [[{}, p.restarts]]) },
   {
     name: 'logrelay_pipeline_resident_memory_bytes',
@@ -155,6 +161,25 @@ const FAMILIES: readonly Family[] = [
     kind: 'gauge',
     labels: ['pipeline', 'component'],
     samples: perPipeline((p) => Object.entries(p.file_lag_bytes).map(([component, v]): Sample => [{ component }, v])),
+  },
+  { name: 'logrelay_buffer_bytes', help: 'Bytes of a source\u2019s disk buffer on disk.', kind: 'gauge', labels: ['pipeline', 'component'], samples: perComponent('buffer_bytes', ['sources']) },
+  {
+    name: 'logrelay_buffer_entries',
+    help: 'Entries in a source\u2019s disk buffer not yet acknowledged downstream.',
+    kind: 'gauge',
+    labels: ['pipeline', 'component'],
+    samples: perComponent('buffer_entries', ['sources']),
+  },
+  {
+    name: 'logrelay_buffer_errors_total',
+    help: 'Failed writes and syncs of a source\u2019s disk buffer, and corrupt records found in it.',
+    kind: 'counter',
+    labels: ['pipeline', 'component'],
+    samples: perPipeline(function* (p): Generator<Sample> {
+      for (const [component, c] of Object.entries(p.counters.sources)) {
+        if (c.buffer_bytes !== undefined) yield [{ component }, (c.buffer_write_errors ?? 0) + (c.buffer_corrupt_records ?? 0)];
+      }
+    }),
   },
   {
     name: 'logrelay_checkpoint_errors_total',

@@ -58,6 +58,8 @@ export class PipelineWorker {
     readonly level: LogLevel | 'silent',
     /** `node_name` of its configuration */
     readonly node: string,
+    /** `data_dir` the node started with */
+    readonly dataDir: string,
   ) {
     this.built = new Promise((resolve, reject) => {
       this.resolveBuilt = resolve;
@@ -83,7 +85,7 @@ export class PipelineWorker {
   onReady(): void {
     this.ready = true;
     if (this.planned) this.send({ type: 'stop', timeout_ms: this.stopTimeoutMs });
-    else this.send({ type: 'build', generation: this.generation, pipeline: this.pipeline, level: this.level, node: this.node });
+    else this.send({ type: 'build', generation: this.generation, pipeline: this.pipeline, level: this.level, node: this.node, data_dir: this.dataDir });
   }
 
   onBuilt(): void {

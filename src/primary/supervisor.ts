@@ -20,8 +20,18 @@ import type { ServiceLog } from './service-log.js';
 /** How the first generation's start ended: `invalid` exits 78, `unavailable` 69 (DESIGN.md §2). */
 export type StartResult = 'started' | 'invalid' | 'unavailable';
 
-/** What `/readyz` says of a pipeline; only `running` is ready. */
-export type PipelineState = 'starting' | 'running' | 'reloading' | 'backoff' | 'stopping';
+/**
+ * What `/readyz` says of a pipeline; only `running` is ready. `buffer_error`: running, but a
+ * source's disk buffer cannot write (DESIGN.md §23).
+ */
+export type PipelineState = 'starting' | 'running' | 'reloading' | 'backoff' | 'stopping' | 'buffer_error';
+
+/** A source's disk buffer cannot write (its `buffer_failing` gauge). */
+function bufferFailing(counters: PipelineCounters | undefined): boolean {
+  if (!counters) return false;
+  for (const c of Object.values(counters.sources)) if (c.buffer_failing === 1) return true;
+  return false;
+}
 
 /** One pipeline as the admin endpoint reads it. */
 export interface PipelineView {
@@ -68,6 +78,8 @@ export class Supervisor {
   /** per pipeline name, per sink id: entries abandoned by stopped workers (§16 reason `abandoned`) */
   private readonly abandoned = new Map<string, Record<string, number>>();
   private readonly startedAt = Date.now();
+  /** `data_dir` as the node started (read at start only, like the checkpoint's) */
+  private readonly dataDir: string;
   /** the data_dir checkpoint's counters, shown with every pipeline's */
   checkpointCounters: { readonly checkpoint_writes: number; readonly checkpoint_errors: number } | undefined;
 
@@ -76,6 +88,7 @@ export class Supervisor {
     private readonly opts: SupervisorOptions,
   ) {
     this.config = config;
+    this.dataDir = config.data_dir;
     this.log = opts.log.logger;
     cluster.setupPrimary({ exec: fileURLToPath(new URL('../worker/main.js', import.meta.url)), silent: false });
   }
@@ -94,7 +107,7 @@ export class Supervisor {
   /** `config`: the configuration the worker's generation belongs to (for its `quiet`). */
   private fork(pipeline: PipelineConfig, generation: number, config: Config = this.config): PipelineWorker {
     const worker = cluster.fork();
-    const pw = new PipelineWorker(worker, pipeline, generation, this.opts.log.levelFor(config.quiet), config.node_name);
+    const pw = new PipelineWorker(worker, pipeline, generation, this.opts.log.levelFor(config.quiet), config.node_name, this.dataDir);
     this.live.add(pw);
     worker.on('message', (msg: unknown) => {
       if (isFromWorker(msg)) this.onMessage(pw, msg);
@@ -192,6 +205,14 @@ export class Supervisor {
   /** Takes over what a checkpoint kept (DESIGN.md §15): positions, run starts, dedup windows. */
   restore(state: CheckpointState): void {
     this.carried.restore(state, this.config.pipelines);
+  }
+
+  /** The checkpoint was written with `state`: each running worker learns what it holds of its pipeline. */
+  checkpointed(state: CheckpointState): void {
+    for (const [name, w] of this.current) {
+      const p = state.pipelines[name];
+      if (p && w.state === 'running') w.send({ type: 'checkpointed', positions: p.positions });
+    }
   }
 
   /** What a checkpoint keeps, now. */
@@ -354,7 +375,7 @@ export class Supervisor {
     if (this.shuttingDown) return 'stopping';
     if (this.handingOver) return 'reloading';
     if (this.restarts.waiting(name) || w?.state === 'exited') return 'backoff';
-    if (w?.state === 'running') return 'running';
+    if (w?.state === 'running') return bufferFailing(w.counters) ? 'buffer_error' : 'running';
     return 'starting';
   }
 

@@ -5,6 +5,7 @@
 import type { Entry } from '../core/entry.js';
 import { parseLine } from '../core/entry.js';
 import { pluginConfig } from '../core/plugin-config.js';
+import { BUFFER_FIELDS } from '../buffer/config.js';
 import type { PluginSpec } from '../config/spec.js';
 import { LineAssembler } from '../lines/assembler.js';
 import { entryOf } from '../lines/entries.js';
@@ -28,6 +29,7 @@ export const STDIN_SOURCE: PluginSpec = {
       fields: MULTILINE_FIELDS,
       doc: 'joins the lines of a stack trace (or any group) into one entry; the open one is emitted when input ends or the source stops (input cannot be read again)',
     },
+    ...BUFFER_FIELDS,
   },
 };
 

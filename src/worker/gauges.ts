@@ -8,8 +8,11 @@ import { certificateExpiry } from '../net/cert-expiry.js';
 export function sampleGauges(positions: PipelinePositions): WorkerGauges {
   const lag: Record<string, number> = {};
   for (const [source, files] of Object.entries(positions)) {
+    const keys = Object.keys(files);
+    if (keys.length > 0 && keys.every((k) => k.startsWith('#'))) continue; // a disk-buffered source, no files
     let behind = 0;
     for (const [path, pos] of Object.entries(files)) {
+      if (path.startsWith('#')) continue; // a disk buffer's sequence, not a file
       try {
         const st = statSync(path);
         if (st.ino === pos.inode) behind += Math.max(0, st.size - pos.offset);

@@ -40,7 +40,7 @@ async function onMessage(msg: ToWorker): Promise<void> {
     case 'build': {
       log = createLogger(msg.level, logStream);
       try {
-        pipeline = buildPipeline(msg.pipeline, { log, checkOnly: false, debug: msg.level === 'debug', node: msg.node });
+        pipeline = buildPipeline(msg.pipeline, { log, checkOnly: false, debug: msg.level === 'debug', node: msg.node, dataDir: msg.data_dir });
         await pipeline.open();
         watchCertificates(log, pipeline.name);
         dropWarner = createDropWarner(log, pipeline.name, Object.fromEntries(msg.pipeline.plugin_sinks.map((p) => [p.id, p.type])));
@@ -55,6 +55,10 @@ async function onMessage(msg: ToWorker): Promise<void> {
     case 'start': {
       pipeline?.start(msg.positions, msg.since, msg.dedup);
       statsTimer ??= setInterval(sendStats, STATS_INTERVAL_MS);
+      return;
+    }
+    case 'checkpointed': {
+      pipeline?.checkpointed(msg.positions);
       return;
     }
     case 'stop': {

@@ -2,6 +2,7 @@
 // The per-entry path is synchronous: sources emit batches, sinks take batches. The fan-out policy
 // lives in fanout.ts, acknowledgement tickets in acks.ts; this file assembles them into one object.
 
+import { withBuffer } from '../buffer/source.js';
 import type { PipelineConfig } from '../config/schema.js';
 import { encodeWire, type WireItem, wireItem } from '../chain/wire.js';
 import { settle, settleAll } from '../core/ack.js';
@@ -42,6 +43,8 @@ export interface BuildOptions {
   readonly debug: boolean;
   /** `node_name`: part of entry ids, the default `node` of chain sinks */
   readonly node: string;
+  /** `data_dir`, where disk buffers live (DESIGN.md §23); empty or absent: none */
+  readonly dataDir?: string;
 }
 
 export interface Pipeline {
@@ -58,6 +61,8 @@ export interface Pipeline {
   positions(): PipelinePositions;
   /** dedup ids whose entries are done since the last call (for the primary's copy of the window) */
   doneIds(): DedupWindow | undefined;
+  /** The checkpoint saved these positions (disk buffers delete the segments they passed). */
+  checkpointed(positions: PipelinePositions): void;
 }
 
 /**
@@ -142,6 +147,8 @@ class AssembledPipeline implements Pipeline {
     const { cfg, opts } = this;
     // ids are stamped once, before the fan-out, when an entry may leave this node (DESIGN.md §14)
     const idNode = this.runners.some((r) => r.sink.carriesIds) ? opts.node : undefined;
+    // a disk buffer hands on no more entries at once than the smallest sink queue holds
+    const bufferWindow = this.runners.length > 0 ? Math.min(...this.runners.map((r) => r.sink.bufferSize)) : 1000;
     for (const plugin of cfg.plugin_sources) {
       const factory = sourceFactory(plugin.type);
       if (!factory) {
@@ -157,7 +164,9 @@ class AssembledPipeline implements Pipeline {
           if (ref.source) this.emitBatch(ref.source, ids, entries, done);
         };
         const duplicate = this.flow?.dedup ? this.flow.seen : undefined;
-        const source = factory(plugin, { pipeline: cfg.name, log, checkOnly: opts.checkOnly, emit, isSaturated: () => this.saturated, idNode, duplicate });
+        const ctx = { pipeline: cfg.name, log, checkOnly: opts.checkOnly, emit, isSaturated: () => this.saturated, idNode, duplicate };
+        // a source with a disk buffer (DESIGN.md §23) is wrapped: its entries go through the buffer
+        const source = withBuffer(factory, plugin, ctx, { dataDir: opts.dataDir ?? '', node: opts.node, window: bufferWindow });
         ref.source = source;
         this.sources.push(source);
         if (!opts.checkOnly) opts.log.info({ pipeline: cfg.name, plugin: plugin.id, type: plugin.type }, 'Created source instance');
@@ -319,8 +328,11 @@ class AssembledPipeline implements Pipeline {
     }
     await Promise.all(this.sinks.map((s) => s.close(deadline).catch(() => undefined)));
     let abandoned = 0;
+    // what a disk buffer still holds is sent again after the next start (DESIGN.md §23)
+    const kept = this.sources.reduce((n, s) => n + (s.kept?.() ?? 0), 0);
     for (const r of this.runners) {
-      r.counters.abandoned = r.queue.clear() + (r.sink.held?.() ?? 0);
+      const left = r.queue.clear() + (r.sink.held?.() ?? 0);
+      r.counters.abandoned = left - Math.min(left, kept);
       abandoned += r.counters.abandoned;
     }
     return abandoned;
@@ -342,6 +354,10 @@ class AssembledPipeline implements Pipeline {
 
   doneIds(): DedupWindow | undefined {
     return this.journal?.take();
+  }
+
+  checkpointed(positions: PipelinePositions): void {
+    for (const s of this.sources) s.checkpointed?.(positions[s.id] ?? {});
   }
 
   positions(): PipelinePositions {

@@ -1,0 +1,372 @@
+// The disk buffer of one source (DESIGN.md §23): a log of segment files with group commit (one
+// fdatasync covers every record that arrived while the previous one ran), read back in order
+// through a window no larger than the pipeline's queues, its acknowledged sequence advancing as
+// the pipeline finishes entries, segments deleted once the checkpoint saved a sequence past them.
+// Recovery at open cuts a torn tail; a corrupt record met while reading skips the rest of its
+// segment. A failed write or sync marks the buffer failing (full) and is retried until it works.
+
+import { randomBytes } from 'node:crypto';
+import { mkdir, open, readdir, readFile, rename, stat, unlink, writeFile, type FileHandle } from 'node:fs/promises';
+import { join } from 'node:path';
+import { encodeEntry } from '../chain/protocol.js';
+import type { Entry } from '../core/entry.js';
+import { errorMessage } from '../core/errors.js';
+import { idPrefix } from '../core/ids.js';
+import type { Logger } from '../core/log.js';
+import type { BufferCounters } from './counters.js';
+import { type BufferEmit, BufferReader } from './reader.js';
+import { encodeRecords, MIN_RECORD, scanSegment, type Segment, segmentName, segmentSeq } from './record.js';
+
+export { type BufferCounters, bufferCounters } from './counters.js';
+
+export interface DiskBufferOptions {
+  readonly dir: string;
+  readonly segmentBytes: number;
+  readonly maxBytes: number;
+  readonly log: Logger;
+  readonly counters: BufferCounters;
+  /** parts of the id prefix of entries stamped here, with the buffer's epoch */
+  readonly node: string;
+  readonly pipeline: string;
+  readonly source: string;
+  /** How long a failed write waits before the next attempt, ms. */
+  readonly retryMs?: number;
+}
+
+const META_FILE = 'meta.json';
+/** A failed write's ERROR is repeated at most this often while it keeps failing, ms. */
+const ERROR_LOG_INTERVAL_MS = 60_000;
+
+export class DiskBuffer {
+  private readonly segments: Segment[] = [];
+  private writeFh: FileHandle | undefined;
+  private writeSeg: Segment | undefined;
+  private nextSeq = 1;
+  private prefix = '';
+  private pending: Buffer[] = [];
+  /** the entries of each pending chunk: handed to a reader that is caught up once synced */
+  private pendingEntries: Entry[][] = [];
+  private pendingBytes = 0;
+  private pendingFirstSeq = 0;
+  private waiters: (() => void)[] = [];
+  private committing = false;
+  private failing = false;
+  private retrying = false;
+  private lastErrorLog = 0;
+  private diskBytes = 0;
+  private wasFull = false;
+  /** recovered and ready to append */
+  opened = false;
+  private closed = false;
+  /** the last sequence every sink finished (DESIGN.md §15) */
+  acked = 0;
+  /** the last acknowledged sequence the checkpoint saved */
+  private savedSeq = 0;
+  private readonly reader: BufferReader;
+  /** Called when `full` changes. */
+  onState: (() => void) | undefined;
+
+  constructor(private readonly opts: DiskBufferOptions) {
+    const segments = this.segments;
+    this.reader = new BufferReader({
+      dir: opts.dir,
+      log: opts.log,
+      counters: opts.counters,
+      pipeline: opts.pipeline,
+      retryMs: opts.retryMs ?? 1000,
+      segments,
+      writeSeg: () => this.writeSeg,
+      acked: (seq) => {
+        this.acked = seq;
+        this.count();
+      },
+      moved: () => this.prune(),
+    });
+  }
+
+  /** Full (max_size_mb reached) or failing: the source stops taking. */
+  get full(): boolean {
+    return this.failing || this.diskBytes + this.pendingBytes >= this.opts.maxBytes;
+  }
+
+  get isFailing(): boolean {
+    return this.failing;
+  }
+
+  /** Recovers the directory and resumes after `ackedSeq` (the handed acknowledged sequence). */
+  async open(ackedSeq: number): Promise<void> {
+    const { dir, log, counters } = this.opts;
+    await mkdir(dir, { recursive: true });
+    this.prefix = idPrefix(this.opts.node, this.opts.pipeline, this.opts.source, await this.epoch());
+    for (const name of (await readdir(dir)).sort()) {
+      const first = segmentSeq(name);
+      if (first === undefined) {
+        if (name !== META_FILE && name !== `${META_FILE}.tmp`) log.warn({ file: join(dir, name) }, 'Disk buffer stray file ignored');
+        continue;
+      }
+      this.segments.push({ firstSeq: first, name, size: (await stat(join(dir, name))).size });
+    }
+    this.segments.sort((a, b) => a.firstSeq - b.firstSeq);
+    let lastSeq = 0;
+    const last = this.segments.at(-1);
+    if (last) {
+      const path = join(dir, last.name);
+      const bytes = await readFile(path);
+      const scan = scanSegment(bytes);
+      lastSeq = scan.lastSeq ?? last.firstSeq - 1;
+      if (scan.after === 'torn') {
+        const cut = bytes.length - scan.validEnd;
+        const fh = await open(path, 'r+');
+        try {
+          await fh.truncate(scan.validEnd);
+          await fh.datasync();
+        } finally {
+          await fh.close();
+        }
+        last.size = scan.validEnd;
+        counters.buffer_truncated_bytes += cut;
+        log.warn({ segment: last.name, bytes: cut }, 'Disk buffer tail cut');
+      } else if (scan.after === 'corrupt') {
+        // the reader reports it when it gets there; sequences the skipped bytes may hold are never reused
+        lastSeq += Math.ceil((bytes.length - scan.validEnd) / MIN_RECORD);
+      }
+      if (last.size === 0) {
+        await unlink(path);
+        this.segments.pop();
+      }
+    }
+    for (const s of this.segments) this.diskBytes += s.size;
+    this.nextSeq = Math.max(lastSeq, ackedSeq, (this.segments.at(-1)?.firstSeq ?? 1) - 1) + 1;
+    this.acked = ackedSeq;
+    this.reader.resumeAfter(ackedSeq);
+    this.opened = true;
+    this.count();
+  }
+
+  /** The buffer's epoch: drawn when the directory is first used, part of every id stamped here. */
+  private async epoch(): Promise<string> {
+    const file = join(this.opts.dir, META_FILE);
+    try {
+      const meta = JSON.parse(await readFile(file, 'utf8')) as { epoch?: unknown };
+      if (typeof meta.epoch === 'string' && meta.epoch !== '') return meta.epoch;
+    } catch {
+      /* missing or unreadable: a new epoch (ids of a new epoch never equal older ones) */
+    }
+    const epoch = randomBytes(12).toString('hex');
+    await writeFile(`${file}.tmp`, JSON.stringify({ epoch }), { flush: true });
+    await rename(`${file}.tmp`, file);
+    await syncDir(this.opts.dir);
+    return epoch;
+  }
+
+  /**
+   * Appends entries (an entry without an id gets one, from the sequence); `done` runs once the
+   * sync that covers them is over. Synchronous: the write happens in the next group commit.
+   */
+  append(entries: Entry[], now: number, done?: () => void): void {
+    const first = this.nextSeq;
+    const payloads = new Array<string>(entries.length);
+    const out = { completed: false };
+    for (let i = 0; i < entries.length; i++) {
+      const e = entries[i]!;
+      if (e.id === undefined) {
+        e.id = this.prefix + (first + i).toString(36);
+        if (e.raw !== undefined) e.raw = e.rawNodeAt = e.rawIdAt = undefined;
+      }
+      payloads[i] = encodeEntry(e, now, this.opts.pipeline, out);
+    }
+    this.nextSeq += entries.length;
+    const buf = encodeRecords(payloads, first);
+    if (this.pending.length === 0) this.pendingFirstSeq = first;
+    this.pending.push(buf);
+    this.pendingEntries.push(entries);
+    this.pendingBytes += buf.length;
+    if (done) this.waiters.push(done);
+    this.commit();
+    this.count();
+  }
+
+  private commit(): void {
+    if (this.committing || !this.opened || this.pending.length === 0 || (this.failing && !this.retrying)) return;
+    this.committing = true;
+    const chunks = this.pending;
+    const lists = this.pendingEntries;
+    const waiters = this.waiters;
+    const bytes = this.pendingBytes;
+    const first = this.pendingFirstSeq;
+    this.pending = [];
+    this.pendingEntries = [];
+    this.waiters = [];
+    this.pendingBytes = 0;
+    this.write(chunks, bytes, first)
+      .then(
+        (at) => {
+          this.opts.counters.buffer_syncs++;
+          if (this.failing) {
+            this.failing = this.retrying = false;
+            this.opts.counters.buffer_failing = 0;
+            this.opts.log.info({ dir: this.opts.dir }, 'Disk buffer write recovered');
+          }
+          for (const w of waiters) w();
+          this.reader.handOver(at, chunks, lists, first);
+          this.reader.pump();
+        },
+        (err: unknown) => {
+          // kept, in order, for the next attempt: their senders were told nothing yet
+          this.pending = chunks.concat(this.pending);
+          this.pendingEntries = lists.concat(this.pendingEntries);
+          this.waiters = waiters.concat(this.waiters);
+          this.pendingBytes += bytes;
+          this.pendingFirstSeq = first;
+          this.fail(err);
+        },
+      )
+      .finally(() => {
+        this.committing = false;
+        this.count();
+        this.commit();
+      });
+  }
+
+  /** Writes and syncs; resolves where the chunks begin in the segment being written. */
+  private async write(chunks: Buffer[], bytes: number, firstSeq: number): Promise<number> {
+    if (!this.writeFh || !this.writeSeg || (this.writeSeg.size > 0 && this.writeSeg.size + bytes > this.opts.segmentBytes)) await this.roll(firstSeq);
+    const fh = this.writeFh!;
+    const seg = this.writeSeg!;
+    const at = seg.size;
+    await fh.writev(chunks, at);
+    await fh.datasync();
+    seg.size += bytes;
+    this.diskBytes += bytes;
+    return at;
+  }
+
+  /** Writing goes on in a new segment named by its first sequence; the directory entry is synced first. */
+  private async roll(firstSeq: number): Promise<void> {
+    const name = segmentName(firstSeq);
+    const fh = await open(join(this.opts.dir, name), 'w');
+    try {
+      await syncDir(this.opts.dir);
+    } catch (err) {
+      await fh.close();
+      throw err;
+    }
+    const old = this.writeFh;
+    this.writeFh = fh;
+    this.writeSeg = { firstSeq, name, size: 0 };
+    this.segments.push(this.writeSeg);
+    await old?.close().catch(() => undefined);
+    this.prune();
+  }
+
+  private fail(err: unknown): void {
+    const { counters, log } = this.opts;
+    counters.buffer_write_errors++;
+    const now = Date.now();
+    if (!this.failing || now - this.lastErrorLog >= ERROR_LOG_INTERVAL_MS) {
+      this.lastErrorLog = now;
+      log.error({ dir: this.opts.dir, error: errorMessage(err) }, 'Disk buffer write failed');
+    }
+    this.failing = true;
+    this.retrying = false;
+    counters.buffer_failing = 1;
+    setTimeout(() => void this.retry(), this.opts.retryMs ?? 1000);
+  }
+
+  private async retry(): Promise<void> {
+    if (this.closed) return;
+    try {
+      // what a failed write left after the durable end goes first
+      if (this.writeFh && this.writeSeg) await this.writeFh.truncate(this.writeSeg.size);
+    } catch (err) {
+      this.fail(err);
+      return;
+    }
+    this.retrying = true;
+    this.commit();
+  }
+
+  /** Keeps counters and `full` up to date; tells `onState` when `full` changed. */
+  private count(): void {
+    const c = this.opts.counters;
+    c.buffer_bytes = this.diskBytes;
+    c.buffer_entries = Math.max(0, this.nextSeq - 1 - this.acked);
+    const full = this.full;
+    if (full !== this.wasFull) {
+      this.wasFull = full;
+      this.onState?.();
+    }
+  }
+
+  /** The checkpoint saved `seq` as acknowledged: segments wholly before it go. */
+  saved(seq: number | undefined): void {
+    if (seq === undefined || seq <= this.savedSeq) return;
+    this.savedSeq = seq;
+    this.prune();
+  }
+
+  private prune(): void {
+    while (this.segments.length > 1) {
+      const seg = this.segments[0]!;
+      const next = this.segments[1]!;
+      if (seg === this.writeSeg || seg === this.reader.segment || this.savedSeq < next.firstSeq - 1) break;
+      this.segments.shift();
+      this.remove(seg);
+    }
+    // The segment being written, wholly saved as acknowledged, goes too (the next write starts a
+    // new one): one large commit may fill a buffer alone, and a full buffer takes nothing more.
+    const w = this.writeSeg;
+    if (w && this.segments.length === 1 && this.segments[0] === w && !this.committing && this.pending.length === 0 && !this.reader.busy && this.savedSeq >= this.nextSeq - 1) {
+      this.writeSeg = undefined;
+      const fh = this.writeFh;
+      this.writeFh = undefined;
+      void fh?.close().catch(() => undefined);
+      if (this.reader.segment === w) void this.reader.closeSegment();
+      this.segments.pop();
+      this.remove(w);
+    }
+    this.count();
+  }
+
+  private remove(seg: Segment): void {
+    this.diskBytes -= seg.size;
+    unlink(join(this.opts.dir, seg.name)).catch((err: unknown) => this.opts.log.warn({ segment: seg.name, error: errorMessage(err) }, 'Disk buffer segment not deleted'));
+  }
+
+  /** Starts handing entries to `emit`, at most `window` not yet done at once. */
+  startReading(emit: BufferEmit, window: number): void {
+    this.reader.start(emit, window);
+  }
+
+  pause(): void {
+    this.reader.pause();
+  }
+
+  resume(): void {
+    this.reader.resume();
+  }
+
+  /** Entries handed on and not yet done. */
+  get inFlight(): number {
+    return this.reader.inFlight;
+  }
+
+  /** Stops reading and writing once the commit under way (if any) is over, by `deadline`; idempotent. */
+  async close(deadline: number): Promise<void> {
+    while ((this.committing || (this.pending.length > 0 && !this.failing)) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+    this.closed = true;
+    await this.reader.close();
+    const fh = this.writeFh;
+    this.writeFh = undefined;
+    await fh?.close().catch(() => undefined);
+  }
+}
+
+async function syncDir(dir: string): Promise<void> {
+  const dh = await open(dir, 'r');
+  try {
+    await dh.sync();
+  } finally {
+    await dh.close();
+  }
+}

@@ -1,0 +1,339 @@
+// The disk buffer's reader (DESIGN.md §23): records in order from the segments, never more than
+// `window` entries handed on and not yet done; entries just synced come from a bounded cache
+// instead of the disk while the reader keeps up. A record whose length or CRC is wrong skips the
+// rest of its segment; a gap between segments is a missing one. The log (disk-buffer.ts) owns the
+// segments and deletes them; the reader tells it where it stands.
+
+import { open, type FileHandle } from 'node:fs/promises';
+import { join } from 'node:path';
+import { decodeEntry } from '../chain/protocol.js';
+import { InOrder } from '../core/ack.js';
+import type { Entry } from '../core/entry.js';
+import { errorMessage } from '../core/errors.js';
+import type { Logger } from '../core/log.js';
+import type { BufferCounters } from './counters.js';
+import { HEADER_BYTES, recordAt, type Segment } from './record.js';
+
+/** Bytes read from a segment at once. */
+const READ_CHUNK = 256 * 1024;
+const EMPTY = Buffer.alloc(0);
+/** Most record bytes the cache of synced entries holds (see handOver). */
+const CACHE_MAX_BYTES = 4 * 1024 * 1024;
+
+export type BufferEmit = (entries: Entry[], done: () => void) => void;
+
+/** What the reader needs of the log. */
+export interface ReaderHost {
+  readonly dir: string;
+  readonly log: Logger;
+  readonly counters: BufferCounters;
+  readonly pipeline: string;
+  /** how long a failed read waits before the next attempt, ms */
+  readonly retryMs: number;
+  /** the log's segments, oldest first (the log adds and deletes them) */
+  readonly segments: readonly Segment[];
+  /** the segment being written */
+  writeSeg(): Segment | undefined;
+  /** every record up to `seq` is done */
+  acked(seq: number): void;
+  /** the reader moved on to another segment (the log may delete what it left) */
+  moved(): void;
+}
+
+export class BufferReader {
+  private emit: BufferEmit | undefined;
+  private window = 1000;
+  private paused = false;
+  private closed = false;
+  private outstanding = 0;
+  private readLoop = false;
+  private readAgain = false;
+  private rSeg: Segment | undefined;
+  private rFh: FileHandle | undefined;
+  private carry: Buffer = EMPTY;
+  /** file offset of `carry[0]` */
+  private carryAt = 0;
+  /** the last sequence read (emitted or skipped) */
+  private readSeq = 0;
+  /** the current segment was read cleanly so far (a gap after it is a missing segment) */
+  private readClean = true;
+  private readonly order: InOrder<number>;
+  /** entries synced and kept in memory for a reader that keeps up (see handOver) */
+  private cache: { seg: Segment; items: Entry[]; sizes: number[]; idx: number; at: number; seq: number; end: number; endSeq: number; bytes: number } | undefined;
+
+  constructor(private readonly host: ReaderHost) {
+    this.order = new InOrder<number>((seq) => host.acked(seq));
+  }
+
+  /** Reading resumes after `seq` (the acknowledged sequence handed at start). */
+  resumeAfter(seq: number): void {
+    this.readSeq = seq;
+  }
+
+  /** the segment being read */
+  get segment(): Segment | undefined {
+    return this.rSeg;
+  }
+
+  /** a read is under way */
+  get busy(): boolean {
+    return this.readLoop;
+  }
+
+  /**
+   * Entries just synced are kept, as they are, for a reader caught up at the end of the segment
+   * being written: it takes them from here, up to its window at a time, instead of reading and
+   * decoding them again. Bounded by `cacheMax()` entries; what is not kept is read from the disk.
+   */
+  handOver(at: number, chunks: readonly Buffer[], lists: readonly Entry[][], first: number): void {
+    const seg = this.host.writeSeg();
+    if (!seg || this.closed) return;
+    let c = this.cache;
+    if (c && (c.seg !== this.rSeg || this.carryAt > c.at)) c = this.cache = undefined; // the reader passed it
+    const contiguous = c !== undefined && c.seg === seg && c.end === at && c.endSeq === first - 1;
+    if (!contiguous) {
+      // a new run starts when none is kept and the reader is in this segment, not far behind
+      if (c || this.rSeg !== seg || first - 1 - this.readSeq > this.cacheMax()) return;
+      c = this.cache = { seg, items: [], sizes: [], idx: 0, at, seq: first, end: at, endSeq: first - 1, bytes: 0 };
+    }
+    if (c!.items.length - c!.idx >= this.cacheMax() || c!.bytes >= CACHE_MAX_BYTES) return;
+    for (let k = 0; k < chunks.length; k++) {
+      const chunk = chunks[k]!;
+      const list = lists[k]!;
+      for (let e = 0, p = 0; e < list.length; e++) {
+        const size = HEADER_BYTES + chunk.readUInt32LE(p);
+        c!.items.push(list[e]!);
+        c!.sizes.push(size);
+        p += size;
+        c!.end += size;
+        c!.bytes += size;
+      }
+      c!.endSeq += list.length;
+    }
+  }
+
+  private cacheMax(): number {
+    return Math.max(16 * this.window, 16384);
+  }
+
+  /** Where reading from the disk stops in the current segment: the start of the cache ahead, or its end. */
+  private readLimit(seg: Segment): number {
+    const c = this.cache;
+    return c && c.seg === seg && c.at >= this.carryAt ? c.at : seg.size;
+  }
+
+  /** Hands on entries from the cache when the reader stands where it begins; true when it did. */
+  private fromCache(): boolean {
+    const c = this.cache;
+    if (!c) return false;
+    if (this.rSeg !== c.seg || this.carryAt > c.at || (this.carryAt === c.at && this.readSeq !== c.seq - 1)) {
+      // the reader is elsewhere (another segment, or past it): the cache is of no use any more
+      this.cache = undefined;
+      return false;
+    }
+    if (this.carryAt < c.at) return false;
+    // bytes read before the cache began are the same records: the cache serves them
+    this.carry = EMPTY;
+    const n = Math.min(this.window - this.outstanding, c.items.length - c.idx);
+    if (n <= 0) return false;
+    const batch = c.items.slice(c.idx, c.idx + n);
+    let bytes = 0;
+    for (let k = c.idx; k < c.idx + n; k++) bytes += c.sizes[k]!;
+    c.idx += n;
+    c.at += bytes;
+    c.bytes -= bytes;
+    c.seq += n;
+    if (c.idx === c.items.length) this.cache = undefined;
+    else if (c.idx > 4096) {
+      c.items = c.items.slice(c.idx);
+      c.sizes = c.sizes.slice(c.idx);
+      c.idx = 0;
+    }
+    this.carryAt = c.at;
+    this.readSeq = c.seq - 1;
+    this.handOn(batch, this.readSeq);
+    return true;
+  }
+
+  /** Starts handing entries to `emit`, at most `window` not yet done at once. */
+  start(emit: BufferEmit, window: number): void {
+    this.emit = emit;
+    this.window = Math.max(1, window);
+    this.pump();
+  }
+
+  pause(): void {
+    this.paused = true;
+  }
+
+  resume(): void {
+    this.paused = false;
+    this.pump();
+  }
+
+  /** Entries handed on and not yet done. */
+  get inFlight(): number {
+    return this.outstanding;
+  }
+
+  private canRead(): boolean {
+    return this.emit !== undefined && !this.paused && !this.closed && this.outstanding < this.window;
+  }
+
+  pump(): void {
+    if (this.readLoop) {
+      this.readAgain = true;
+      return;
+    }
+    if (!this.canRead()) return;
+    this.readLoop = true;
+    void (async () => {
+      try {
+        do {
+          this.readAgain = false;
+          while (this.canRead() && (await this.readStep()));
+        } while (this.readAgain && this.canRead());
+      } catch (err) {
+        this.host.log.error({ dir: this.host.dir, error: errorMessage(err) }, 'Disk buffer read failed');
+        await this.closeSegment();
+        setTimeout(() => this.pump(), this.host.retryMs);
+      } finally {
+        this.readLoop = false;
+      }
+    })();
+  }
+
+  /** One step of reading; false when nothing more can be read now. */
+  private async readStep(): Promise<boolean> {
+    const seg = this.rSeg ?? this.pickSegment();
+    if (!seg) return false;
+    if (!this.rFh) {
+      const fh = await open(join(this.host.dir, seg.name), 'r');
+      if (this.closed) {
+        await fh.close();
+        return false;
+      }
+      this.rSeg = seg;
+      this.rFh = fh;
+      this.carry = EMPTY;
+      this.carryAt = 0;
+      this.readClean = true;
+    }
+    if (this.fromCache() || this.parse()) return true;
+    const from = this.carryAt + this.carry.length;
+    const limit = this.readLimit(seg);
+    if (from < limit) {
+      const chunk = Buffer.allocUnsafe(Math.min(READ_CHUNK, limit - from));
+      const { bytesRead } = await this.rFh.read(chunk, 0, chunk.length, from);
+      if (bytesRead === 0) {
+        this.corrupt(seg, from, 'segment shorter than recorded');
+        return true;
+      }
+      this.carry = this.carry.length === 0 ? chunk.subarray(0, bytesRead) : Buffer.concat([this.carry, chunk.subarray(0, bytesRead)]);
+      return true;
+    }
+    if (seg === this.host.writeSeg() || seg === this.host.segments.at(-1)) return false;
+    if (this.carry.length > 0) this.corrupt(seg, this.carryAt, 'record cut short');
+    else await this.nextSegment();
+    return true;
+  }
+
+  /** The segment holding the next sequence to read (or the first after it). */
+  private pickSegment(): Segment | undefined {
+    let pick: Segment | undefined;
+    for (const s of this.host.segments) {
+      if (s.firstSeq <= this.readSeq + 1) pick = s;
+      else return pick ?? s;
+    }
+    return pick;
+  }
+
+  /** Emits the whole records of `carry`, up to the window; true when it emitted or skipped any. */
+  private parse(): boolean {
+    const room = this.window - this.outstanding;
+    const now = Date.now();
+    const batch: Entry[] = [];
+    let at = 0;
+    let seq = this.readSeq;
+    // the records up to a cache ahead are parsed; from there on, the cache serves
+    const end = Math.min(this.carry.length, this.readLimit(this.rSeg!) - this.carryAt);
+    while (batch.length < room && at < end) {
+      const r = recordAt(this.carry, at);
+      if (r.kind === 'short') break;
+      if (r.kind === 'bad') {
+        if (batch.length > 0) break; // what came before goes out first
+        this.corrupt(this.rSeg!, this.carryAt + at, 'bad length or CRC');
+        return true;
+      }
+      at = r.end;
+      if (r.seq <= seq) continue; // acknowledged before a restart
+      seq = r.seq;
+      const entry = decodeEntry(this.carry.toString('utf8', r.start, r.end), undefined, now, this.host.pipeline);
+      if (entry) batch.push(entry);
+      else this.host.counters.buffer_corrupt_records++;
+    }
+    if (at === 0) return false;
+    this.carry = this.carry.subarray(at);
+    this.carryAt += at;
+    this.readSeq = seq;
+    if (this.carry.length === 0) this.carry = EMPTY;
+    this.handOn(batch, seq);
+    return true;
+  }
+
+  /** Emits `batch`, the records up to `seq` read; `seq` is acknowledged once its batch (and every one before) is done. */
+  private handOn(batch: Entry[], seq: number): void {
+    const complete = this.order.add(seq);
+    if (batch.length === 0) {
+      complete();
+      return;
+    }
+    this.outstanding += batch.length;
+    const n = batch.length;
+    this.emit!(batch, () => {
+      this.outstanding -= n;
+      complete();
+      this.pump();
+    });
+  }
+
+  /** A record whose length or CRC is wrong: the rest of its segment is skipped. */
+  private corrupt(seg: Segment, offset: number, reason: string): void {
+    this.host.counters.buffer_corrupt_records++;
+    this.host.log.error({ segment: seg.name, offset, skipped_bytes: Math.max(0, seg.size - offset), reason }, 'Disk buffer corrupt record');
+    this.readClean = false;
+    this.carry = EMPTY;
+    this.carryAt = seg.size;
+  }
+
+  private async nextSegment(): Promise<void> {
+    const seg = this.rSeg!;
+    const i = this.host.segments.indexOf(seg);
+    const next = this.host.segments[i + 1];
+    await this.closeSegment();
+    if (!next) return;
+    if (this.readClean && next.firstSeq > this.readSeq + 1) {
+      this.host.log.warn({ segment: next.name, from: this.readSeq + 1, to: next.firstSeq - 1 }, 'Disk buffer segment missing');
+    }
+    // after a corrupt or missing stretch, reading resumes at the next segment's start
+    if (next.firstSeq > this.readSeq + 1) this.readSeq = next.firstSeq - 1;
+    this.rSeg = next;
+    this.host.moved();
+  }
+
+  async closeSegment(): Promise<void> {
+    const fh = this.rFh;
+    this.rFh = undefined;
+    this.rSeg = undefined;
+    this.carry = EMPTY;
+    await fh?.close().catch(() => undefined);
+  }
+
+  /** Stops reading; idempotent. */
+  async close(): Promise<void> {
+    this.closed = true;
+    this.emit = undefined;
+    this.cache = undefined;
+    await this.closeSegment();
+  }
+}
