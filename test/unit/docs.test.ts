@@ -72,3 +72,10 @@ test("protocol.md's id example has the shape of a real id", (t) => {
   t.true(examples.length > 0);
   for (const id of examples) t.regex(id, shape, id);
 });
+
+test('the operator docs point to what a reader of the repository has, not to DESIGN.md sections', (t) => {
+  for (const page of ['README.md', ...PAGES.map((p) => join('docs', p)), join('docs', 'kubernetes.md')]) {
+    const text = read(page);
+    t.notRegex(text, /DESIGN\.md|§\d/, `${page} cites the design contract, which is not in the repository`);
+  }
+});
