@@ -38,3 +38,16 @@ export function createHttpListener(
   if (limits.maxConnections !== undefined) server.maxConnections = limits.maxConnections;
   return server;
 }
+
+/**
+ * Stops an HTTP listener: no new connections, idle ones closed; `drain` (when given) waits for
+ * the requests under way to be answered; then the connections left are closed within 500 ms.
+ */
+export async function closeHttpListener(server: Server, drain?: () => Promise<void>): Promise<void> {
+  const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+  server.closeIdleConnections();
+  if (drain) await drain();
+  const timer = setTimeout(() => server.closeAllConnections(), 500);
+  await closed;
+  clearTimeout(timer);
+}

@@ -12,7 +12,7 @@ import type { PluginSpec } from '../config/spec.js';
 import { doneBy } from '../core/ack.js';
 import type { Entry } from '../core/entry.js';
 import { readLimitedBody } from '../net/http-body.js';
-import { createHttpListener } from '../net/http-server.js';
+import { closeHttpListener, createHttpListener } from '../net/http-server.js';
 import { bind, countHandshakeErrors } from '../net/listener.js';
 import { closeSession, openSession, type Session } from '../net/session.js';
 import { serverSecurity } from '../net/tls.js';
@@ -224,16 +224,9 @@ export const createHttpChainSource: SourceFactory = (plugin, ctx): Source => {
       stopping = true;
       const srv = server;
       if (!srv) return;
-      const closed = new Promise<void>((resolve) => srv.close(() => resolve()));
-      srv.closeIdleConnections();
       // Requests under way are answered once their entries are done (the pipeline drains on
       // meanwhile), until the deadline; then everyone goes.
-      if (answering > 0) {
-        await doneBy(deadline, (wake) => (drained = wake));
-      }
-      const timer = setTimeout(() => srv.closeAllConnections(), 500);
-      await closed;
-      clearTimeout(timer);
+      await closeHttpListener(srv, answering > 0 ? () => doneBy(deadline, (wake) => (drained = wake)) : undefined);
     },
   };
 };

@@ -11,7 +11,7 @@ import type { PluginSpec } from '../config/spec.js';
 import { doneBy } from '../core/ack.js';
 import type { Entry } from '../core/entry.js';
 import { errorMessage } from '../core/errors.js';
-import { createHttpListener } from '../net/http-server.js';
+import { closeHttpListener, createHttpListener } from '../net/http-server.js';
 import { bind, countHandshakeErrors } from '../net/listener.js';
 import { closeSession, openSession, type Session } from '../net/session.js';
 import { serverSecurity } from '../net/tls.js';
@@ -273,12 +273,8 @@ export const createOtlpSource: SourceFactory = (plugin, ctx): Source => {
       stopping = true;
       const srv = server;
       if (!srv) return;
-      const closed = new Promise<void>((resolve) => srv.close(() => resolve()));
-      srv.closeIdleConnections();
-      if (answering > 0) await doneBy(deadline, (wake) => (drained = wake));
-      const timer = setTimeout(() => srv.closeAllConnections(), 500);
-      await closed;
-      clearTimeout(timer);
+      // requests under way are answered once their entries are done, until the deadline
+      await closeHttpListener(srv, answering > 0 ? () => doneBy(deadline, (wake) => (drained = wake)) : undefined);
     },
   };
 };
