@@ -37,6 +37,9 @@ let lastSecond = Number.NaN;
 /** the last second's text up to its fraction: `YYYY-MM-DDTHH:MM:SS.` */
 let secondPrefix = '';
 
+/** `000Z` to `999Z`: a time's end from its milliseconds */
+const MS_TEXTS = Array.from({ length: 1000 }, (_, ms) => `${String(ms).padStart(3, '0')}Z`);
+
 /**
  * RFC 3339 with milliseconds, UTC; the last one is remembered (entries of one read share it), and
  * so is its second: entries with their own times (container runtimes write one per line) mostly
@@ -52,8 +55,7 @@ export function isoTime(ms: number): string {
     secondPrefix = lastIso.slice(0, -4);
     lastSecond = second;
   } else {
-    const frac = whole - second * 1000;
-    lastIso = `${secondPrefix}${frac < 10 ? '00' : frac < 100 ? '0' : ''}${frac}Z`;
+    lastIso = secondPrefix + MS_TEXTS[whole - second * 1000]!;
   }
   lastMs = ms;
   return lastIso;
