@@ -14,6 +14,8 @@ export function entryOf(line: LogicalLine, source: string, now: number, raw: boo
     const { stream, nanos } = line;
     if (k8s === undefined) entry.fields = nanos === undefined ? { stream } : { stream, time_nanos: nanos };
     else entry.fields = nanos === undefined ? { stream, k8s } : { stream, time_nanos: nanos, k8s };
+    // the stream is a constant, the time was checked to be RFC 3339
+    entry.plainFields = true;
     return entry;
   }
   const fields = entry.fields ?? {};

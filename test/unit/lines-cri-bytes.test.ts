@@ -1,9 +1,12 @@
 // CRI prefixes read from a chunk's bytes (src/lines/container.ts, DESIGN.md §21) agree with the
 // same lines read as text: same logical lines, times, streams, nanoseconds and parse errors,
-// for lines in and out of the format, across chunk boundaries and with characters outside ASCII.
+// for lines in and out of the format, across chunk boundaries and with characters outside ASCII;
+// and the fields such a line makes, written by the json format without the escape check.
 
 import test from 'ava';
+import { formatJson } from '../../src/flow/format.js';
 import { ContainerLines } from '../../src/lines/container.js';
+import { entryOf } from '../../src/lines/entries.js';
 import type { LineCounters, LogicalLine } from '../../src/lines/line.js';
 import { LineSplitter } from '../../src/lines/splitter.js';
 
@@ -94,4 +97,16 @@ test('seconds read from bytes are remembered per reader, and a line of another s
       ['d', Date.parse('1999-12-31T23:59:59.999Z'), '1999-12-31T23:59:59.999999999Z'],
     ],
   );
+});
+
+test('the fields of a container line are written as JSON.stringify writes them, without the escape check', (t) => {
+  const { out } = run('2026-11-25T10:45:00.123456789Z stderr F a "quoted" line\n2026-11-25T10:45:00.5+02:00 stdout F {"msg":"m","x":"y\\"z"}\n', 1 << 16, true);
+  for (const [i, line] of out.entries()) {
+    const e = entryOf(line, 'c', 0, false, i === 0 ? { namespace: 'n"s', pod: 'p', pod_uid: 'u', container: 'c', restart_count: 0 } : undefined);
+    t.true(formatJson(e).endsWith(`,"fields":${JSON.stringify(e.fields)}}`), formatJson(e));
+  }
+  // fields that came from the line's own JSON are checked as ever
+  const e = entryOf(out[1]!, 'c', 0, false, undefined);
+  t.is(e.plainFields, undefined);
+  t.is(formatJson(e), JSON.stringify({ time: new Date(e.time).toISOString(), source: 'c', message: 'm', fields: { x: 'y"z', stream: 'stdout' } }));
 });
