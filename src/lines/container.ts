@@ -49,10 +49,9 @@ let finer = false;
 /**
  * Epoch ms of the RFC 3339 time `s` begins with, up to `end` (NaN when those characters are not
  * `YYYY-MM-DDTHH:MM:SS`, an optional fraction of 1 to 9 digits and `Z` or `±HH:MM`, or name no
- * time); sets `finer`. Runtimes write every line's time, mostly within the same second as the
- * line before: a line that begins with the last seconds text read is checked and read from its
- * fraction on (Date.parse took a third of the time of a CRI line, the regular expression that
- * checked the shape and the strings cut out a sixth).
+ * time); sets `finer`. Docker json-file times (CRI lines have CriReader): runtimes write every
+ * line's time, mostly within the same second as the line before, so a time that begins with the
+ * last seconds text read is read from its fraction on (no Date.parse per line).
  */
 function timeOf(s: string, end: number): number {
   finer = false;
@@ -105,11 +104,12 @@ const CRI_REST = String.raw`(?:\.(\d{1,9}))?(Z|[+-]\d\d:\d\d) std(out|err) ([PF]
 const CRI_ANY = new RegExp(String.raw`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d${CRI_REST}`, 'y');
 
 /**
- * Reads CRI lines into `piece`. One regular expression checks and cuts up a line's prefix where a
- * scan by characters, Date.parse and the strings cut out for them took more than the rest of
- * the line's way to its JSON; runtimes write every line's time, mostly within the same second as
- * the line before, so the expression has the last valid second written in (made again when the
- * second changes) and only the fraction is read per line.
+ * Reads CRI lines into `piece`, from the bytes they were split from where it can (readBytes), else
+ * from their text (read). Before, Date.parse, a scan by characters and the strings cut out for
+ * them took more than the rest of the line's way to its JSON. Runtimes write every line's time,
+ * mostly within the same second as the line before: both remember the last valid second (as its
+ * bytes; as a regular expression with it written in, made again when the second changes) and
+ * read only the fraction per line.
  */
 class CriReader {
   /** CRI_REST after the last valid second read, or nothing */
