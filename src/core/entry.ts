@@ -26,6 +26,12 @@ export interface Entry {
   rawNodeAt?: number;
   /** where in `raw` its trailing `,"id":…` begins */
   rawIdAt?: number;
+  /**
+   * Every string directly in `fields` is JSON text as it is (no `"`, `\`, control character or
+   * surrogate): set where the fields were made of checked text (a container line's stream and
+   * runtime time), so the json format writes them without looking for what to escape.
+   */
+  plainFields?: true;
 }
 
 const WORD_LEVELS: Readonly<Record<string, Level>> = {

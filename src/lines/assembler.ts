@@ -28,13 +28,15 @@ export class LineAssembler {
   /**
    * Takes physical lines in file order (`ends[i]`: the offset just past line i; line 0 begins at
    * `from`); appends the logical lines they complete to `out`. `now`: when they were read.
+   * `bytes` and `starts`, when given: the chunk the lines were split from and where each begins
+   * in it (-1: not wholly in it), as LineSplitter.push gives them.
    */
-  push(lines: readonly string[], ends: readonly number[], from: number, now: number, out: LogicalLine[]): void {
+  push(lines: readonly string[], ends: readonly number[], from: number, now: number, out: LogicalLine[], bytes?: Buffer, starts?: readonly number[]): void {
     const mid = this.groups ? this.middle : out;
     let start = from;
     for (let i = 0; i < lines.length; i++) {
       const end = ends[i]!;
-      this.container.push(lines[i]!, start, end, mid);
+      this.container.push(lines[i]!, start, end, mid, bytes, starts?.[i] ?? -1);
       start = end;
     }
     if (this.groups) this.group(now, out);

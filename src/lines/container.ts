@@ -7,17 +7,14 @@ import { cutToBytes, type LineCounters, type LogicalLine, type Resume, type Stre
 
 export type ContainerFormat = 'none' | 'cri' | 'docker' | 'auto';
 
-/** RFC 3339 as runtimes write it: seconds, an optional fraction, `Z` or an offset. */
-const RFC3339 = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?(?:Z|[+-]\d\d:\d\d)$/;
-
 /** The epoch ms of a `YYYY-MM-DDTHH:MM:SS` text (UTC), NaN when a field is out of range. */
 function secondsOf(text: string): number {
-  const y = Number(text.slice(0, 4));
-  const mo = Number(text.slice(5, 7));
-  const d = Number(text.slice(8, 10));
-  const h = Number(text.slice(11, 13));
-  const mi = Number(text.slice(14, 16));
-  const s = Number(text.slice(17, 19));
+  const n = (from: number, to: number) => Number(text.slice(from, to));
+  return secondsOfParts(n(0, 4), n(5, 7), n(8, 10), n(11, 13), n(14, 16), n(17, 19));
+}
+
+/** The epoch ms of a UTC date and time of day, NaN when a field is out of range. */
+function secondsOfParts(y: number, mo: number, d: number, h: number, mi: number, s: number): number {
   if (mo < 1 || mo > 12 || d < 1 || h > 23 || mi > 59 || s > 59) return Number.NaN;
   const date = new Date(Date.UTC(y, mo - 1, d, h, mi, s));
   // Date.UTC takes years 0 to 99 as 1900 to 1999
@@ -26,90 +23,267 @@ function secondsOf(text: string): number {
   return date.getUTCDate() === d ? date.getTime() : Number.NaN;
 }
 
-let lastSecondText = '';
+/** `YYYY-MM-DDTHH:MM:SS`: `d` a digit, anything else itself */
+const SECONDS_SHAPE = 'dddd-dd-ddTdd:dd:dd';
+
+function isDigit(c: number): boolean {
+  return c >= 48 && c <= 57;
+}
+
+/** True when `s` begins with SECONDS_SHAPE. */
+function hasSecondsShape(s: string): boolean {
+  for (let i = 0; i < 19; i++) {
+    const want = SECONDS_SHAPE.charCodeAt(i);
+    const c = s.charCodeAt(i);
+    if (want === 100 /* d */ ? !isDigit(c) : c !== want) return false;
+  }
+  return true;
+}
+
+/** the seconds part of the last time read, of SECONDS_SHAPE (the initial value names no time) */
+let lastSecondText = 'no time read yet...';
 let lastSecond = Number.NaN;
+/** whether the last time read was finer than ms (a fraction digit past the third not 0) */
+let finer = false;
 
 /**
- * Epoch ms of a time text of RFC3339's shape (NaN when it names no time). Runtimes write every
- * line's time, mostly within the same second as the line before: the seconds part is remembered
- * and only the fraction and the offset are read each time (Date.parse took a third of the time of
- * a CRI line).
+ * Epoch ms of the RFC 3339 time `s` begins with, up to `end` (NaN when those characters are not
+ * `YYYY-MM-DDTHH:MM:SS`, an optional fraction of 1 to 9 digits and `Z` or `±HH:MM`, or name no
+ * time); sets `finer`. Docker json-file times (CRI lines have CriReader): runtimes write every
+ * line's time, mostly within the same second as the line before, so a time that begins with the
+ * last seconds text read is read from its fraction on (no Date.parse per line).
  */
-function timeOf(text: string): number {
-  const second = text.slice(0, 19);
-  if (second !== lastSecondText) {
-    lastSecondText = second;
-    lastSecond = secondsOf(second);
+function timeOf(s: string, end: number): number {
+  finer = false;
+  if (end < 20) return Number.NaN;
+  if (!s.startsWith(lastSecondText)) {
+    if (!hasSecondsShape(s)) return Number.NaN;
+    lastSecondText = s.slice(0, 19);
+    lastSecond = secondsOf(lastSecondText);
   }
   let i = 19;
   let ms = 0;
-  if (text.charCodeAt(i) === 46 /* . */) {
-    for (let n = 0; ++i < text.length && text.charCodeAt(i) >= 48 && text.charCodeAt(i) <= 57; n++) if (n < 3) ms = ms * 10 + text.charCodeAt(i) - 48;
-    const digits = Math.min(3, i - 20);
+  if (s.charCodeAt(i) === 46 /* . */) {
+    for (; ++i < end && isDigit(s.charCodeAt(i)); ) {
+      if (i < 23) ms = ms * 10 + s.charCodeAt(i) - 48;
+      else if (s.charCodeAt(i) !== 48) finer = true;
+    }
+    const digits = i - 20;
+    if (digits < 1 || digits > 9) return Number.NaN;
     ms *= digits === 1 ? 100 : digits === 2 ? 10 : 1;
   }
-  if (text.charCodeAt(i) === 90 /* Z */) return lastSecond + ms;
-  const sign = text.charCodeAt(i) === 45 /* - */ ? -1 : 1;
-  const offset = (Number(text.slice(i + 1, i + 3)) * 60 + Number(text.slice(i + 4, i + 6))) * 60_000;
-  return lastSecond + ms - sign * offset;
+  const c = s.charCodeAt(i);
+  if (c === 90 /* Z */) return i + 1 === end ? lastSecond + ms : Number.NaN;
+  if ((c !== 43 && c !== 45) /* + - */ || i + 6 !== end) return Number.NaN;
+  const h1 = s.charCodeAt(i + 1);
+  const h2 = s.charCodeAt(i + 2);
+  const m1 = s.charCodeAt(i + 4);
+  const m2 = s.charCodeAt(i + 5);
+  if (!isDigit(h1) || !isDigit(h2) || s.charCodeAt(i + 3) !== 58 /* : */ || !isDigit(m1) || !isDigit(m2)) return Number.NaN;
+  const offset = ((h1 * 10 + h2 - 528) * 60 + m1 * 10 + m2 - 528) * 60_000;
+  return lastSecond + ms - (c === 45 ? -offset : offset);
 }
 
+/** A container line's parts. */
 interface Piece {
-  readonly stream: Stream;
-  readonly partial: boolean;
-  readonly content: string;
-  readonly timeText: string;
-  /** epoch ms of `timeText` */
-  readonly time: number;
+  stream: Stream;
+  partial: boolean;
+  content: string;
+  /** the runtime's time, epoch ms */
+  time: number;
+  /** that time as written, when finer than ms (`fields.time_nanos`) */
+  nanos: string | undefined;
 }
 
-/** A CRI line's parts, or undefined when it is not one (an invalid time included). */
-export function parseCri(line: string): Piece | undefined {
-  const a = line.indexOf(' ');
-  if (a < 20) return undefined;
-  const b = line.indexOf(' ', a + 1);
-  if (b < 0) return undefined;
-  // `stdout` or `stderr`, told apart by their fourth letter without cutting the word out
-  if (b !== a + 7 || !line.startsWith('std', a + 1)) return undefined;
-  const stream = line.startsWith('out', a + 4) ? 'stdout' : line.startsWith('err', a + 4) ? 'stderr' : undefined;
-  if (stream === undefined) return undefined;
-  // the tag is `P`, `F`, or colon-separated tags with P or F first; the content may be empty
-  let c = line.indexOf(' ', b + 1);
-  if (c < 0) c = line.length;
-  const tag = line.charCodeAt(b + 1);
-  if ((tag !== 80 && tag !== 70) || (c > b + 2 && line.charCodeAt(b + 2) !== 58)) return undefined;
-  const timeText = line.slice(0, a);
-  if (!RFC3339.test(timeText)) return undefined;
-  const time = timeOf(timeText);
-  return Number.isNaN(time) ? undefined : { stream, partial: tag === 80, content: line.slice(c + 1), timeText, time };
+/** The parts of the last line a CriReader or readDocker took: one object, filled anew for every line. */
+const piece: Piece = { stream: 'stdout', partial: false, content: '', time: 0, nanos: undefined };
+
+/** The shape of a CRI line's prefix after its `YYYY-MM-DDTHH:MM:SS`, up to its content, with the parts read as groups. */
+const CRI_REST = String.raw`(?:\.(\d{1,9}))?(Z|[+-]\d\d:\d\d) std(out|err) ([PF])(?::[^ ]*)?(?: |$)`;
+/** A CRI line's prefix, of any second: the tag is `P`, `F`, or colon-separated tags with P or F first; the content may be empty. */
+const CRI_ANY = new RegExp(String.raw`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d${CRI_REST}`, 'y');
+
+/**
+ * Reads CRI lines into `piece`, from the bytes they were split from where it can (readBytes), else
+ * from their text (read). Before, Date.parse, a scan by characters and the strings cut out for
+ * them took more than the rest of the line's way to its JSON. Runtimes write every line's time,
+ * mostly within the same second as the line before: both remember the last valid second (as its
+ * bytes; as a regular expression with it written in, made again when the second changes) and
+ * read only the fraction per line.
+ */
+class CriReader {
+  /** CRI_REST after the last valid second read, or nothing */
+  private sameSecond: RegExp | undefined;
+  /** that second, epoch ms */
+  private second = 0;
+
+  /** Reads `line` into `piece`; false when it is not a CRI line (an invalid time included). */
+  read(line: string): boolean {
+    let re = this.sameSecond;
+    let m: RegExpExecArray | null = null;
+    if (re !== undefined) {
+      re.lastIndex = 0;
+      m = re.exec(line);
+    }
+    if (m === null) {
+      CRI_ANY.lastIndex = 0;
+      if (!CRI_ANY.test(line)) return false;
+      const text = line.slice(0, 19);
+      const second = secondsOf(text);
+      if (Number.isNaN(second)) return false;
+      this.second = second;
+      re = this.sameSecond = new RegExp(text + CRI_REST, 'y');
+      m = re.exec(line)!;
+    }
+    const fraction = m[1];
+    const zone = m[2]!;
+    let ms = this.second;
+    let finer = false;
+    if (fraction !== undefined) {
+      const n = fraction.length;
+      ms += (fraction.charCodeAt(0) - 48) * 100;
+      if (n > 1) ms += (fraction.charCodeAt(1) - 48) * 10;
+      if (n > 2) ms += fraction.charCodeAt(2) - 48;
+      for (let i = 3; i < n && !finer; i++) finer = fraction.charCodeAt(i) !== 48;
+    }
+    if (zone !== 'Z') {
+      const offset = ((zone.charCodeAt(1) * 10 + zone.charCodeAt(2) - 528) * 60 + zone.charCodeAt(4) * 10 + zone.charCodeAt(5) - 528) * 60_000;
+      ms += zone.charCodeAt(0) === 45 /* - */ ? offset : -offset;
+    }
+    piece.stream = m[3] === 'out' ? 'stdout' : 'stderr';
+    piece.partial = m[4] === 'P';
+    piece.content = line.slice(re!.lastIndex);
+    piece.time = ms;
+    piece.nanos = finer ? line.slice(0, 20 + (fraction?.length ?? -1) + zone.length) : undefined;
+    return true;
+  }
+
+  /** the seconds part of the last line readBytes took, when it was a valid time */
+  private readonly secondBytes = Buffer.alloc(19);
+  private hasSecondBytes = false;
+  /** that second, epoch ms */
+  private secondBytesMs = 0;
+
+  /** Takes the seconds part of the bytes at `at` as the current second; false when it is not a valid one. */
+  private newSecond(b: Buffer, at: number): boolean {
+    for (let i = 0; i < 19; i++) {
+      const want = SECONDS_SHAPE.charCodeAt(i);
+      const c = b[at + i]!;
+      if (want === 100 /* d */ ? c < 48 || c > 57 : c !== want) return false;
+    }
+    const n = (from: number, to: number) => {
+      let v = 0;
+      for (let i = at + from; i < at + to; i++) v = v * 10 + b[i]! - 48;
+      return v;
+    };
+    const second = secondsOfParts(n(0, 4), n(5, 7), n(8, 10), n(11, 13), n(14, 16), n(17, 19));
+    if (Number.isNaN(second)) return false;
+    b.copy(this.secondBytes, 0, at, at + 19);
+    this.hasSecondBytes = true;
+    this.secondBytesMs = second;
+    return true;
+  }
+
+  /**
+   * Reads `line` into `piece` from its bytes, `bytes` from `at` on (a byte is read ten times
+   * faster than a character); the same as read() where it says true. False when the line is no
+   * CRI line or its prefix has a character outside ASCII (before the content, a byte is then a
+   * character): read() decides those.
+   */
+  readBytes(line: string, b: Buffer, at: number): boolean {
+    // bounds in characters hold for the bytes of the ASCII prefix
+    const lim = at + line.length;
+    if (line.length < 29) return false;
+    const last = this.secondBytes;
+    let same = this.hasSecondBytes;
+    for (let i = 0; same && i < 19; i++) same = b[at + i] === last[i];
+    if (!same && !this.newSecond(b, at)) return false;
+    let i = at + 19;
+    let ms = this.secondBytesMs;
+    let finer = false;
+    if (b[i] === 46 /* . */) {
+      let digits = 0;
+      let frac = 0;
+      for (i++; i < lim; i++, digits++) {
+        const c = b[i]!;
+        if (c < 48 || c > 57) break;
+        if (digits < 3) frac = frac * 10 + c - 48;
+        else if (c !== 48) finer = true;
+      }
+      if (digits < 1 || digits > 9) return false;
+      ms += digits === 1 ? frac * 100 : digits === 2 ? frac * 10 : frac;
+    }
+    const z = b[i];
+    if (z === 90 /* Z */) i++;
+    else if (z === 43 || z === 45 /* + - */) {
+      if (i + 6 > lim || b[i + 3] !== 58 /* : */) return false;
+      const h1 = b[i + 1]!;
+      const h2 = b[i + 2]!;
+      const m1 = b[i + 4]!;
+      const m2 = b[i + 5]!;
+      if (h1 < 48 || h1 > 57 || h2 < 48 || h2 > 57 || m1 < 48 || m1 > 57 || m2 < 48 || m2 > 57) return false;
+      const offset = ((h1 * 10 + h2 - 528) * 60 + m1 * 10 + m2 - 528) * 60_000;
+      ms += z === 45 ? offset : -offset;
+      i += 6;
+    } else return false;
+    const timeEnd = i;
+    // ` stdout ` or ` stderr `, then the tag
+    if (i + 9 > lim || b[i] !== 32 || b[i + 1] !== 115 || b[i + 2] !== 116 || b[i + 3] !== 100 || b[i + 7] !== 32) return false;
+    const s4 = b[i + 4];
+    const s5 = b[i + 5];
+    const s6 = b[i + 6];
+    const stream = s4 === 111 && s5 === 117 && s6 === 116 ? 'stdout' : s4 === 101 && s5 === 114 && s6 === 114 ? 'stderr' : undefined;
+    if (stream === undefined) return false;
+    const tag = b[i + 8];
+    if (tag !== 80 && tag !== 70) return false;
+    let c = i + 9;
+    if (c < lim) {
+      if (b[c] === 58 /* : */) {
+        for (c++; c < lim && b[c] !== 32; c++) if (b[c]! >= 128) return false;
+      } else if (b[c] !== 32) return false;
+    }
+    piece.stream = stream;
+    piece.partial = tag === 80;
+    piece.content = line.slice(c - at + 1);
+    piece.time = ms;
+    piece.nanos = finer ? line.slice(0, timeEnd - at) : undefined;
+    return true;
+  }
 }
 
-/** A docker json-file line's parts, or undefined when it is not one. */
-export function parseDocker(line: string): Piece | undefined {
-  if (line.charCodeAt(0) !== 123) return undefined;
+const criReader = new CriReader();
+
+/** Reads a docker json-file line into `piece`; false when it is not one. */
+function readDocker(line: string): boolean {
+  if (line.charCodeAt(0) !== 123) return false;
   let obj: unknown;
   try {
     obj = JSON.parse(line);
   } catch {
-    return undefined;
+    return false;
   }
-  if (typeof obj !== 'object' || obj === null) return undefined;
+  if (typeof obj !== 'object' || obj === null) return false;
   const { log, stream, time } = obj as Record<string, unknown>;
-  if (typeof log !== 'string' || (stream !== 'stdout' && stream !== 'stderr') || typeof time !== 'string' || !RFC3339.test(time)) return undefined;
-  const ms = timeOf(time);
-  if (Number.isNaN(ms)) return undefined;
+  if (typeof log !== 'string' || (stream !== 'stdout' && stream !== 'stderr') || typeof time !== 'string') return false;
+  const ms = timeOf(time, time.length);
+  if (Number.isNaN(ms)) return false;
   const partial = !log.endsWith('\n');
-  return { stream, partial, content: partial ? log : log.slice(0, log.endsWith('\r\n') ? -2 : -1), timeText: time, time: ms };
+  piece.stream = stream;
+  piece.partial = partial;
+  piece.content = partial ? log : log.slice(0, log.endsWith('\r\n') ? -2 : -1);
+  piece.time = ms;
+  piece.nanos = finer ? time : undefined;
+  return true;
 }
 
-/** `fields.time_nanos` for a time text finer than ms (digits past the third in its fraction that are not all 0). */
-function nanosOf(timeText: string): string | undefined {
-  const dot = timeText.indexOf('.');
-  if (dot < 0) return undefined;
-  let end = dot + 1;
-  while (end < timeText.length && timeText.charCodeAt(end) >= 48 && timeText.charCodeAt(end) <= 57) end++;
-  for (let i = dot + 4; i < end; i++) if (timeText.charCodeAt(i) !== 48) return timeText;
-  return undefined;
+/** A CRI line's parts, or undefined when it is not one (an invalid time included). */
+export function parseCri(line: string): Readonly<Piece> | undefined {
+  return criReader.read(line) ? { ...piece } : undefined;
+}
+
+/** A docker json-file line's parts, or undefined when it is not one. */
+export function parseDocker(line: string): Readonly<Piece> | undefined {
+  return readDocker(line) ? { ...piece } : undefined;
 }
 
 /** A partial line being joined. */
@@ -128,6 +302,7 @@ interface Open {
 export class ContainerLines {
   private format: ContainerFormat;
   private readonly open = new Map<Stream, Open>();
+  private readonly cri = new CriReader();
 
   /** lines already delivered before a restart, to pass over (see Resume); undefined once past them */
   skip: Resume | undefined;
@@ -163,37 +338,41 @@ export class ContainerLines {
     return open === undefined || start < open;
   }
 
-  /** Appends to `out` what the physical line `line` (at `start`..`end` in its file) completes. */
-  push(line: string, start: number, end: number, out: LogicalLine[]): void {
-    if (this.format === 'auto') this.format = parseCri(line) ? 'cri' : parseDocker(line) ? 'docker' : 'none';
+  /**
+   * Appends to `out` what the physical line `line` (at `start`..`end` in its file) completes;
+   * `bytes`, when given, holds the line's bytes from `at` on.
+   */
+  push(line: string, start: number, end: number, out: LogicalLine[], bytes?: Buffer, at = -1): void {
+    if (this.format === 'auto') this.format = this.cri.read(line) ? 'cri' : readDocker(line) ? 'docker' : 'none';
     if (this.format === 'none') {
       if (this.skip === undefined || !this.delivered('', start, end)) out.push({ text: line, start, end, idAt: end });
       return;
     }
-    const piece = this.format === 'cri' ? parseCri(line) : parseDocker(line);
-    if (this.skip !== undefined && this.delivered(piece?.stream ?? '', start, end)) return;
-    if (piece === undefined) {
+    const p = piece;
+    const ok = this.format === 'cri' ? (at >= 0 && this.cri.readBytes(line, bytes!, at)) || this.cri.read(line) : readDocker(line);
+    if (this.skip !== undefined && this.delivered(ok ? p.stream : '', start, end)) return;
+    if (!ok) {
       this.counters.parse_errors++;
       out.push({ text: line, start, end, idAt: end });
       return;
     }
-    const open = this.open.get(piece.stream);
-    if (open === undefined && !piece.partial) {
-      const text = cutToBytes(piece.content, this.maxLineBytes);
-      if (text !== piece.content) this.counters.truncated_lines++;
-      out.push({ text, start, end, idAt: end, stream: piece.stream, time: piece.time, nanos: nanosOf(piece.timeText) });
+    const open = this.open.size === 0 ? undefined : this.open.get(p.stream);
+    if (open === undefined && !p.partial) {
+      const text = cutToBytes(p.content, this.maxLineBytes);
+      if (text !== p.content) this.counters.truncated_lines++;
+      out.push({ text, start, end, idAt: end, stream: p.stream, time: p.time, nanos: p.nanos });
       return;
     }
-    const o = open ?? { parts: [], bytes: 0, cut: false, start, time: piece.time, nanos: nanosOf(piece.timeText) };
-    if (open === undefined) this.open.set(piece.stream, o);
+    const o = open ?? { parts: [], bytes: 0, cut: false, start, time: p.time, nanos: p.nanos };
+    if (open === undefined) this.open.set(p.stream, o);
     if (!o.cut) {
-      o.parts.push(piece.content);
-      o.bytes += piece.content.length;
+      o.parts.push(p.content);
+      o.bytes += p.content.length;
       // characters bound bytes from below: past the bound in characters, the rest is cut anyway
       // (the exact cut is made once, when the line ends)
       if (o.bytes > this.maxLineBytes) o.cut = true;
     }
-    if (!piece.partial) this.close(piece.stream, o, end, out);
+    if (!p.partial) this.close(p.stream, o, end, out);
   }
 
   /** Emits every open partial as it is (its file was rotated away, deleted, or input ended). */

@@ -17,6 +17,8 @@ export class LineSplitter {
   private pos = 0;
   /** when given to push()/flush(): the file offset where each emitted line ends (past its newline) */
   private ends: number[] | undefined;
+  /** when given to push(): where each emitted line begins in the chunk (-1: not wholly in it) */
+  private starts: number[] | undefined;
 
   constructor(private readonly maxLineBytes: number) {}
 
@@ -30,9 +32,13 @@ export class LineSplitter {
     return this.partLen;
   }
 
-  /** Appends the complete lines in `chunk` to `out` (and, given `ends`, where each ends in the file). */
-  push(chunk: Buffer, out: string[], ends?: number[]): void {
+  /**
+   * Appends the complete lines in `chunk` to `out` (and, given `ends`, where each ends in the file;
+   * given `starts` too, where each begins in `chunk`, -1 when it is not wholly in it).
+   */
+  push(chunk: Buffer, out: string[], ends?: number[], starts?: number[]): void {
     this.ends = ends;
+    this.starts = ends ? starts : undefined;
     const base = this.pos;
     this.pos += chunk.length;
     let start = 0;
@@ -66,6 +72,7 @@ export class LineSplitter {
       for (let nl = text.indexOf('\n'); ; nl = text.indexOf('\n', from)) {
         const end = nl < 0 ? text.length : nl;
         let lineEnd = 0;
+        const lineAt = ascii ? start + from : byteFrom - base;
         if (ends) {
           lineEnd = ascii ? base + start + end + 1 : byteFrom + Buffer.byteLength(text.slice(from, end)) + 1;
           byteFrom = lineEnd;
@@ -77,6 +84,7 @@ export class LineSplitter {
             if (line.length > 0) {
               out.push(line);
               ends?.push(lineEnd);
+              this.starts?.push(lineAt);
             }
           } else this.line(line, out, lineEnd);
         }
@@ -90,6 +98,7 @@ export class LineSplitter {
   /** Emits the held partial line, if any (its file was rotated away or input ended). */
   flush(out: string[], ends?: number[]): void {
     this.ends = ends;
+    this.starts = undefined;
     this.skipping = false;
     if (this.partLen === 0) return;
     const whole = Buffer.concat(this.parts, this.partLen);
@@ -121,6 +130,7 @@ export class LineSplitter {
       out.push(this.cut(whole));
       // its end is not known yet: the cut point stands for it
       this.ends?.push(this.pos);
+      this.starts?.push(-1);
       this.skipping = true;
     }
   }
@@ -131,6 +141,7 @@ export class LineSplitter {
     if (line.length * 3 > this.maxLineBytes && Buffer.byteLength(line) > this.maxLineBytes) line = this.cut(Buffer.from(line));
     out.push(line);
     this.ends?.push(end);
+    this.starts?.push(-1);
   }
 
   /** The first `maxLineBytes` bytes, backed off to a character boundary. */

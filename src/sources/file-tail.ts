@@ -115,13 +115,16 @@ export function createTailSet(env: TailSetEnv) {
     ctx.emit(batch, done);
   };
 
-  /** Emits a batch of `tail`'s physical lines (`ends[i]`: where line i ends in the file). */
-  const emitLines = (tail: Tail, lines: string[], ends: number[]) => {
+  /**
+   * Emits a batch of `tail`'s physical lines (`ends[i]`: where line i ends in the file; `starts[i]`,
+   * when given: where it begins in `chunk`, the bytes it was read from).
+   */
+  const emitLines = (tail: Tail, lines: string[], ends: number[], chunk?: Buffer, starts?: number[]) => {
     const readEnd = tail.offset - tail.lines.pendingBytes;
     const now = Date.now();
     if (tail.assembler !== undefined) {
       const out: LogicalLine[] = [];
-      tail.assembler.push(lines, ends, tail.lineStart, now, out);
+      tail.assembler.push(lines, ends, tail.lineStart, now, out, chunk, starts);
       if (ends.length > 0) tail.lineStart = ends[ends.length - 1]!;
       emitLogical(tail, out, tail.assembler.resume(readEnd), now);
       return;
@@ -210,10 +213,13 @@ export function createTailSet(env: TailSetEnv) {
       counters.bytes_read += bytesRead;
       const out: string[] = [];
       const ends: number[] = [];
+      // CRI prefixes are read from the bytes
+      const starts = cfg.container_format === 'none' ? undefined : [];
       const before = tail.lines.truncated;
-      tail.lines.push(buf.subarray(0, bytesRead), out, ends);
+      const chunk = buf.subarray(0, bytesRead);
+      tail.lines.push(chunk, out, ends, starts);
       counters.truncated_lines += tail.lines.truncated - before;
-      emitLines(tail, out, ends);
+      emitLines(tail, out, ends, chunk, starts);
     }
     if (tail.assembler !== undefined) expireTail(tail);
     return true;

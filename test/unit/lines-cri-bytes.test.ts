@@ -1,0 +1,112 @@
+// CRI prefixes read from a chunk's bytes (src/lines/container.ts, DESIGN.md §21) agree with the
+// same lines read as text: same logical lines, times, streams, nanoseconds and parse errors,
+// for lines in and out of the format, across chunk boundaries and with characters outside ASCII;
+// and the fields such a line makes, written by the json format without the escape check.
+
+import test from 'ava';
+import { formatJson } from '../../src/flow/format.js';
+import { ContainerLines } from '../../src/lines/container.js';
+import { entryOf } from '../../src/lines/entries.js';
+import type { LineCounters, LogicalLine } from '../../src/lines/line.js';
+import { LineSplitter } from '../../src/lines/splitter.js';
+
+const zero = (): LineCounters => ({ parse_errors: 0, truncated_lines: 0, multiline_entries: 0, multiline_splits: 0, multiline_timeouts: 0 });
+
+/** `text` split in chunks of `chunkBytes`, through ContainerLines with the bytes (`withBytes`) or as text alone. */
+function run(text: string, chunkBytes: number, withBytes: boolean, max = 1 << 20) {
+  const counters = zero();
+  const splitter = new LineSplitter(max);
+  const cri = new ContainerLines('cri', max, counters);
+  const out: LogicalLine[] = [];
+  const all = Buffer.from(text);
+  let from = 0;
+  let fromBytes = 0;
+  for (let o = 0; o < all.length; o += chunkBytes) {
+    const chunk = all.subarray(o, o + chunkBytes);
+    const lines: string[] = [];
+    const ends: number[] = [];
+    const starts: number[] = [];
+    splitter.push(chunk, lines, ends, starts);
+    for (let i = 0; i < lines.length; i++) {
+      const at = starts[i]!;
+      if (at >= 0) {
+        fromBytes++;
+        // where a line begins in its chunk, its text begins
+        if (!chunk.toString('utf8', at).startsWith(lines[i]!)) throw new Error(`line ${lines[i]} is not at ${at}`);
+      }
+      cri.push(lines[i]!, from, ends[i]!, out, withBytes ? chunk : undefined, withBytes ? at : -1);
+      from = ends[i]!;
+    }
+  }
+  cri.flush(from, out);
+  return { out, counters, fromBytes };
+}
+
+const TIMES = [
+  '2026-11-25T10:45:00.123456789Z',
+  '2026-11-25T10:45:00.123000000Z',
+  '2026-11-25T10:45:00.1Z',
+  '2026-11-25T10:45:00.12Z',
+  '2026-11-25T10:45:00Z',
+  '2026-11-25T10:45:01.000000001+02:00',
+  '2026-11-25T10:45:01.5-01:30',
+  '2024-02-29T23:59:59.999Z',
+  '0050-06-01T00:00:00.000001Z',
+  // not times: a fraction of none or ten digits, bad fields, a bad zone, no zone, lower case
+  '2026-11-25T10:45:00.Z',
+  '2026-11-25T10:45:00.1234567890Z',
+  '2026-02-30T10:45:00Z',
+  '2026-11-25T24:00:00Z',
+  '2026-13-25T10:45:00Z',
+  '2026-11-25T10:45:00+0200',
+  '2026-11-25T10:45:00+02:0x',
+  '2026-11-25T10:45:00',
+  '2026-11-25t10:45:00z',
+  '2026-11-25T10:45:0x.1Z',
+];
+const STREAMS = ['stdout', 'stderr', 'stdin', 'stdou'];
+const TAGS = ['F', 'P', 'F:x', 'P:ü', 'Fx', 'X', ''];
+const CONTENTS = [' hello', ' {"msg":"json","level":"warn"}', ' ünïcödé ☃', '', ' ', '  two spaces'];
+
+test('a CRI line read from its bytes is read as from its text: every combination of times, streams, tags and contents', (t) => {
+  const lines: string[] = [];
+  for (const time of TIMES) for (const stream of STREAMS) for (const tag of TAGS) for (const content of CONTENTS) lines.push(`${time} ${stream} ${tag}${content}`);
+  // lines of the same stream end their partials in turn; some are plain text, some end in \r\n
+  const text = lines.map((l, i) => (i % 7 === 0 ? `${l}\r\n` : i % 11 === 0 ? `plain ${i}\n\n` : `${l}\n`)).join('');
+  for (const chunkBytes of [1 << 16, 4096, 333, 37]) {
+    const bytes = run(text, chunkBytes, true);
+    const chars = run(text, chunkBytes, false);
+    t.deepEqual(bytes.out, chars.out, `chunks of ${chunkBytes}`);
+    t.deepEqual(bytes.counters, chars.counters, `chunks of ${chunkBytes}`);
+    // chunks shorter than most lines leave the text to read most of them
+    if (chunkBytes > 300) t.true(bytes.fromBytes > lines.length / 2, `most lines lie whole in a chunk of ${chunkBytes}`);
+  }
+  const { out, counters } = run(text, 4096, true);
+  t.true(counters.parse_errors > 0 && out.some((l) => l.stream === 'stderr' && l.nanos !== undefined && l.time !== undefined));
+});
+
+test('seconds read from bytes are remembered per reader, and a line of another second is read anew', (t) => {
+  const text = ['2026-11-25T10:45:00.5Z stdout F a', '2026-11-25T10:45:01.5Z stdout F b', '2026-11-25T10:45:00.25Z stdout F c', '1999-12-31T23:59:59.999999999Z stderr F d'].join('\n') + '\n';
+  const { out } = run(text, 1 << 16, true);
+  t.deepEqual(
+    out.map((l) => [l.text, l.time, l.nanos]),
+    [
+      ['a', Date.parse('2026-11-25T10:45:00.5Z'), undefined],
+      ['b', Date.parse('2026-11-25T10:45:01.5Z'), undefined],
+      ['c', Date.parse('2026-11-25T10:45:00.25Z'), undefined],
+      ['d', Date.parse('1999-12-31T23:59:59.999Z'), '1999-12-31T23:59:59.999999999Z'],
+    ],
+  );
+});
+
+test('the fields of a container line are written as JSON.stringify writes them, without the escape check', (t) => {
+  const { out } = run('2026-11-25T10:45:00.123456789Z stderr F a "quoted" line\n2026-11-25T10:45:00.5+02:00 stdout F {"msg":"m","x":"y\\"z"}\n', 1 << 16, true);
+  for (const [i, line] of out.entries()) {
+    const e = entryOf(line, 'c', 0, false, i === 0 ? { namespace: 'n"s', pod: 'p', pod_uid: 'u', container: 'c', restart_count: 0 } : undefined);
+    t.true(formatJson(e).endsWith(`,"fields":${JSON.stringify(e.fields)}}`), formatJson(e));
+  }
+  // fields that came from the line's own JSON are checked as ever
+  const e = entryOf(out[1]!, 'c', 0, false, undefined);
+  t.is(e.plainFields, undefined);
+  t.is(formatJson(e), JSON.stringify({ time: new Date(e.time).toISOString(), source: 'c', message: 'm', fields: { x: 'y"z', stream: 'stdout' } }));
+});
