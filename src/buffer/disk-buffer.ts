@@ -31,9 +31,16 @@ export interface DiskBufferOptions {
   readonly source: string;
   /** How long a failed write waits before the next attempt, ms. */
   readonly retryMs?: number;
+  /** Most record bytes of entries just synced kept in memory for the reader; default 8 MiB. */
+  readonly cacheBytes?: number;
 }
 
 const META_FILE = 'meta.json';
+/**
+ * Most record bytes waiting for the next commit while one is under way before the source stops
+ * taking until it is over (default; see `behind`).
+ */
+const PENDING_MAX_BYTES = 512 * 1024;
 /** A failed write's ERROR is repeated at most this often while it keeps failing, ms. */
 const ERROR_LOG_INTERVAL_MS = 60_000;
 
@@ -55,6 +62,7 @@ export class DiskBuffer {
   private lastErrorLog = 0;
   private diskBytes = 0;
   private wasFull = false;
+  private wasBehind = false;
   /** recovered and ready to append */
   opened = false;
   private closed = false;
@@ -63,7 +71,7 @@ export class DiskBuffer {
   /** the last acknowledged sequence the checkpoint saved */
   private savedSeq = 0;
   private readonly reader: BufferReader;
-  /** Called when `full` changes. */
+  /** Called when `full` or `behind` changes. */
   onState: (() => void) | undefined;
 
   constructor(private readonly opts: DiskBufferOptions) {
@@ -74,6 +82,7 @@ export class DiskBuffer {
       counters: opts.counters,
       pipeline: opts.pipeline,
       retryMs: opts.retryMs ?? 1000,
+      cacheBytes: opts.cacheBytes ?? 8 * 1024 * 1024,
       segments,
       writeSeg: () => this.writeSeg,
       acked: (seq) => {
@@ -87,6 +96,17 @@ export class DiskBuffer {
   /** Full (max_size_mb reached) or failing: the source stops taking. */
   get full(): boolean {
     return this.failing || this.diskBytes + this.pendingBytes >= this.opts.maxBytes;
+  }
+
+  /**
+   * Records wait for the commit under way beyond PENDING_MAX_BYTES: the source stops taking until
+   * it is over. What waits is bounded in memory, and each commit stays small enough that what it
+   * covers reaches the reader within a turn or two of the event loop (entries that live longer
+   * are promoted to the old generation: the garbage collector then costs more than the encoding).
+   * Never a drop: a source that cannot stop (udp) goes on appending.
+   */
+  get behind(): boolean {
+    return this.committing && this.pendingBytes >= PENDING_MAX_BYTES;
   }
 
   get isFailing(): boolean {
@@ -173,7 +193,16 @@ export class DiskBuffer {
         e.id = this.prefix + (first + i).toString(36);
         if (e.raw !== undefined) e.raw = e.rawNodeAt = e.rawIdAt = undefined;
       }
-      payloads[i] = encodeEntry(e, now, this.opts.pipeline, out);
+      const line = encodeEntry(e, now, this.opts.pipeline, out);
+      payloads[i] = line;
+      // The line is what reading the record back would give the entry as `raw`: kept, the json
+      // format and chain sinks cut theirs from it instead of encoding the entry again. (Nothing
+      // was filled in, so it encodes this entry as it is; `,"` never occurs inside a JSON string.)
+      if (e.raw === undefined && !out.completed && typeof e.id === 'string') {
+        e.raw = line;
+        e.rawNodeAt = 0;
+        e.rawIdAt = line.lastIndexOf(',"id":');
+      }
     }
     this.nextSeq += entries.length;
     const buf = encodeRecords(payloads, first);
@@ -223,8 +252,8 @@ export class DiskBuffer {
       )
       .finally(() => {
         this.committing = false;
-        this.count();
         this.commit();
+        this.count();
       });
   }
 
@@ -286,14 +315,16 @@ export class DiskBuffer {
     this.commit();
   }
 
-  /** Keeps counters and `full` up to date; tells `onState` when `full` changed. */
+  /** Keeps counters, `full` and `behind` up to date; tells `onState` when either changed. */
   private count(): void {
     const c = this.opts.counters;
     c.buffer_bytes = this.diskBytes;
     c.buffer_entries = Math.max(0, this.nextSeq - 1 - this.acked);
     const full = this.full;
-    if (full !== this.wasFull) {
+    const behind = this.behind;
+    if (full !== this.wasFull || behind !== this.wasBehind) {
       this.wasFull = full;
+      this.wasBehind = behind;
       this.onState?.();
     }
   }
