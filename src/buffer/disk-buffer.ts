@@ -8,12 +8,12 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir, open, readdir, readFile, rename, stat, unlink, writeFile, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
-import { encodeEntry } from '../chain/protocol.js';
 import type { Entry } from '../core/entry.js';
 import { errorMessage } from '../core/errors.js';
 import { idPrefix } from '../core/ids.js';
 import type { Logger } from '../core/log.js';
 import type { BufferCounters } from './counters.js';
+import { LineEncoder } from './encode.js';
 import { type BufferEmit, BufferReader } from './reader.js';
 import { encodeRecords, MIN_RECORD, scanSegment, type Segment, segmentName, segmentSeq } from './record.js';
 
@@ -50,6 +50,9 @@ export class DiskBuffer {
   private writeSeg: Segment | undefined;
   private nextSeq = 1;
   private prefix = '';
+  /** the prefix needs no escaping in JSON: an id stamped here is written as it is */
+  private plainPrefix = false;
+  private readonly encoder = new LineEncoder();
   private pending: Buffer[] = [];
   /** the entries of each pending chunk: handed to a reader that is caught up once synced */
   private pendingEntries: Entry[][] = [];
@@ -118,6 +121,7 @@ export class DiskBuffer {
     const { dir, log, counters } = this.opts;
     await mkdir(dir, { recursive: true });
     this.prefix = idPrefix(this.opts.node, this.opts.pipeline, this.opts.source, await this.epoch());
+    this.plainPrefix = LineEncoder.isPlain(this.prefix);
     for (const name of (await readdir(dir)).sort()) {
       const first = segmentSeq(name);
       if (first === undefined) {
@@ -186,22 +190,25 @@ export class DiskBuffer {
   append(entries: Entry[], now: number, done?: () => void): void {
     const first = this.nextSeq;
     const payloads = new Array<string>(entries.length);
-    const out = { completed: false };
+    const encoder = this.encoder;
     for (let i = 0; i < entries.length; i++) {
       const e = entries[i]!;
+      let stamped = false;
       if (e.id === undefined) {
         e.id = this.prefix + (first + i).toString(36);
+        stamped = this.plainPrefix;
         if (e.raw !== undefined) e.raw = e.rawNodeAt = e.rawIdAt = undefined;
       }
-      const line = encodeEntry(e, now, this.opts.pipeline, out);
+      const line = encoder.encode(e, now, this.opts.pipeline, stamped);
       payloads[i] = line;
       // The line is what reading the record back would give the entry as `raw`: kept, the json
       // format and chain sinks cut theirs from it instead of encoding the entry again. (Nothing
       // was filled in, so it encodes this entry as it is; `,"` never occurs inside a JSON string.)
-      if (e.raw === undefined && !out.completed && typeof e.id === 'string') {
+      if (e.raw === undefined && !encoder.completed && typeof e.id === 'string') {
         e.raw = line;
         e.rawNodeAt = 0;
-        e.rawIdAt = line.lastIndexOf(',"id":');
+        // `,"id":"<id>"}` ends it
+        e.rawIdAt = stamped ? line.length - e.id.length - 9 : line.lastIndexOf(',"id":');
       }
     }
     this.nextSeq += entries.length;
