@@ -1,10 +1,12 @@
 // The disk buffer's line encoder reuses the text of what consecutive entries share (time, node,
 // source, level, fields): whatever the sequence of entries, each line must be exactly what
-// `encodeEntry` writes for that entry alone, and `completed` must say the same.
+// `encodeEntry` writes for that entry alone, and `completed` must say the same. The records made
+// of such lines read back as they went in, whatever characters they hold.
 
 import test from 'ava';
 import fc from 'fast-check';
 import { LineEncoder } from '../../src/buffer/encode.js';
+import { encodeRecords, recordAt } from '../../src/buffer/record.js';
 import { encodeEntry } from '../../src/chain/protocol.js';
 import type { Entry, Level } from '../../src/core/entry.js';
 
@@ -57,4 +59,23 @@ test('a fields object reused and changed in place between entries is encoded ane
   const line = encoder.encode(e2, 0, 'f', false);
   t.is(line, encodeEntry(e2, 0, 'f', { completed: false }));
   t.true(line.includes('"hostname":"other"') && line.includes('"a":2'), line);
+});
+
+test('records of ASCII and of other payloads read back as their payloads and sequences', (t) => {
+  const payload = fc.oneof(fc.string({ minLength: 2, maxLength: 60 }), fc.string({ unit: 'binary', minLength: 2, maxLength: 30 }));
+  fc.assert(
+    fc.property(fc.array(payload, { minLength: 1, maxLength: 20 }), fc.integer({ min: 1, max: 2 ** 40 }), (payloads, first) => {
+      const buf = encodeRecords(payloads, first);
+      let at = 0;
+      for (let i = 0; i < payloads.length; i++) {
+        const r = recordAt(buf, at);
+        if (r.kind !== 'ok') throw new Error(`record ${i}: ${r.kind}`);
+        if (r.seq !== first + i || buf.toString('utf8', r.start, r.end) !== Buffer.from(payloads[i]!).toString('utf8')) throw new Error(`record ${i} differs`);
+        at = r.end;
+      }
+      if (at !== buf.length) throw new Error(`${buf.length - at} bytes after the last record`);
+    }),
+    { numRuns: 1000 },
+  );
+  t.pass();
 });
