@@ -102,8 +102,8 @@ export class DiskBuffer {
   }
 
   /**
-   * Records wait for the commit under way beyond PENDING_MAX_BYTES: the source stops taking until
-   * it is over. What waits is bounded in memory, and each commit stays small enough that what it
+   * Records wait for the commit under way beyond PENDING_MAX_BYTES: a source whose senders wait
+   * on no acknowledgement stops taking until it is over (see withBuffer). What waits is bounded in memory, and each commit stays small enough that what it
    * covers reaches the reader within a turn or two of the event loop (entries that live longer
    * are promoted to the old generation: the garbage collector then costs more than the encoding).
    * Never a drop: a source that cannot stop (udp) goes on appending.
