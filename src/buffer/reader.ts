@@ -104,6 +104,7 @@ export class BufferReader {
    * where they begin it takes them from here, up to its window at a time, instead of reading and
    * decoding them again. The cache is the tail of the log: bounded by `cacheBytes` record bytes
    * and `cacheMax()` entries, the oldest commits make way; a reader behind them reads the disk.
+   * Nothing is kept for a reader further behind than that.
    */
   handOver(at: number, chunks: readonly Buffer[], lists: readonly Entry[][], first: number): void {
     const seg = this.host.writeSeg();
@@ -111,6 +112,13 @@ export class BufferReader {
     let n = 0;
     for (const list of lists) n += list.length;
     if (n === 0) return;
+    // A reader further behind than the cache holds would find these gone (newer commits push them
+    // out) before it got to them: kept meanwhile, they would only fill the old generation.
+    let bytes = 0;
+    for (const chunk of chunks) bytes += chunk.length;
+    const lag = first - 1 - this.readSeq;
+    const maxEntries = this.cacheMax();
+    if (lag > maxEntries || (lag * bytes) / n > this.host.cacheBytes) return;
     const ends = new Float64Array(n);
     let i = 0;
     let end = 0;
@@ -130,7 +138,6 @@ export class BufferReader {
     this.runs.push({ seg, start: at, at, seq: first, entries, ends, idx: 0 });
     this.cachedEntries += n;
     this.cachedBytes += end;
-    const maxEntries = this.cacheMax();
     while (this.runs.length > 0 && (this.cachedEntries > maxEntries || this.cachedBytes > this.host.cacheBytes)) this.dropRun();
   }
 
