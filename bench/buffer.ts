@@ -16,7 +16,8 @@
 // two, so the end is taken as the last moment the worker's main thread worked (see workEnd).
 // Peak RSS is the pipeline worker's VmHWM.
 //
-//   node dist/bench/buffer.js          BENCH_LINES, BENCH_BACKLOG, BENCH_ENTRY_BYTES narrow it
+//   node dist/bench/buffer.js          BENCH_LINES, BENCH_BACKLOG, BENCH_ENTRY_BYTES narrow it;
+//                                      BENCH_BACKLOG=0 runs 1 and 2 only
 
 import { readdirSync, readFileSync } from 'node:fs';
 import { connect } from 'node:net';
