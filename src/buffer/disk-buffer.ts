@@ -8,12 +8,12 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir, open, readdir, readFile, rename, stat, unlink, writeFile, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
-import { encodeEntry } from '../chain/protocol.js';
 import type { Entry } from '../core/entry.js';
 import { errorMessage } from '../core/errors.js';
 import { idPrefix } from '../core/ids.js';
 import type { Logger } from '../core/log.js';
 import type { BufferCounters } from './counters.js';
+import { LineEncoder } from './encode.js';
 import { type BufferEmit, BufferReader } from './reader.js';
 import { encodeRecords, MIN_RECORD, scanSegment, type Segment, segmentName, segmentSeq } from './record.js';
 
@@ -31,9 +31,16 @@ export interface DiskBufferOptions {
   readonly source: string;
   /** How long a failed write waits before the next attempt, ms. */
   readonly retryMs?: number;
+  /** Most record bytes of entries just synced kept in memory for the reader; default 8 MiB. */
+  readonly cacheBytes?: number;
 }
 
 const META_FILE = 'meta.json';
+/**
+ * Most record bytes waiting for the next commit while one is under way before the source stops
+ * taking until it is over (default; see `behind`).
+ */
+const PENDING_MAX_BYTES = 512 * 1024;
 /** A failed write's ERROR is repeated at most this often while it keeps failing, ms. */
 const ERROR_LOG_INTERVAL_MS = 60_000;
 
@@ -43,6 +50,9 @@ export class DiskBuffer {
   private writeSeg: Segment | undefined;
   private nextSeq = 1;
   private prefix = '';
+  /** the prefix needs no escaping in JSON: an id stamped here is written as it is */
+  private plainPrefix = false;
+  private readonly encoder = new LineEncoder();
   private pending: Buffer[] = [];
   /** the entries of each pending chunk: handed to a reader that is caught up once synced */
   private pendingEntries: Entry[][] = [];
@@ -55,6 +65,7 @@ export class DiskBuffer {
   private lastErrorLog = 0;
   private diskBytes = 0;
   private wasFull = false;
+  private wasBehind = false;
   /** recovered and ready to append */
   opened = false;
   private closed = false;
@@ -63,7 +74,7 @@ export class DiskBuffer {
   /** the last acknowledged sequence the checkpoint saved */
   private savedSeq = 0;
   private readonly reader: BufferReader;
-  /** Called when `full` changes. */
+  /** Called when `full` or `behind` changes. */
   onState: (() => void) | undefined;
 
   constructor(private readonly opts: DiskBufferOptions) {
@@ -74,6 +85,7 @@ export class DiskBuffer {
       counters: opts.counters,
       pipeline: opts.pipeline,
       retryMs: opts.retryMs ?? 1000,
+      cacheBytes: opts.cacheBytes ?? 8 * 1024 * 1024,
       segments,
       writeSeg: () => this.writeSeg,
       acked: (seq) => {
@@ -89,6 +101,17 @@ export class DiskBuffer {
     return this.failing || this.diskBytes + this.pendingBytes >= this.opts.maxBytes;
   }
 
+  /**
+   * Records wait for the commit under way beyond PENDING_MAX_BYTES: a source whose senders wait
+   * on no acknowledgement stops taking until it is over (see withBuffer). What waits is bounded in memory, and each commit stays small enough that what it
+   * covers reaches the reader within a turn or two of the event loop (entries that live longer
+   * are promoted to the old generation: the garbage collector then costs more than the encoding).
+   * Never a drop: a source that cannot stop (udp) goes on appending.
+   */
+  get behind(): boolean {
+    return this.committing && this.pendingBytes >= PENDING_MAX_BYTES;
+  }
+
   get isFailing(): boolean {
     return this.failing;
   }
@@ -98,6 +121,7 @@ export class DiskBuffer {
     const { dir, log, counters } = this.opts;
     await mkdir(dir, { recursive: true });
     this.prefix = idPrefix(this.opts.node, this.opts.pipeline, this.opts.source, await this.epoch());
+    this.plainPrefix = LineEncoder.isPlain(this.prefix);
     for (const name of (await readdir(dir)).sort()) {
       const first = segmentSeq(name);
       if (first === undefined) {
@@ -166,14 +190,26 @@ export class DiskBuffer {
   append(entries: Entry[], now: number, done?: () => void): void {
     const first = this.nextSeq;
     const payloads = new Array<string>(entries.length);
-    const out = { completed: false };
+    const encoder = this.encoder;
     for (let i = 0; i < entries.length; i++) {
       const e = entries[i]!;
+      let stamped = false;
       if (e.id === undefined) {
         e.id = this.prefix + (first + i).toString(36);
+        stamped = this.plainPrefix;
         if (e.raw !== undefined) e.raw = e.rawNodeAt = e.rawIdAt = undefined;
       }
-      payloads[i] = encodeEntry(e, now, this.opts.pipeline, out);
+      const line = encoder.encode(e, now, this.opts.pipeline, stamped);
+      payloads[i] = line;
+      // The line is what reading the record back would give the entry as `raw`: kept, the json
+      // format and chain sinks cut theirs from it instead of encoding the entry again. (Nothing
+      // was filled in, so it encodes this entry as it is; `,"` never occurs inside a JSON string.)
+      if (e.raw === undefined && !encoder.completed && typeof e.id === 'string') {
+        e.raw = line;
+        e.rawNodeAt = 0;
+        // `,"id":"<id>"}` ends it
+        e.rawIdAt = stamped ? line.length - e.id.length - 9 : line.lastIndexOf(',"id":');
+      }
     }
     this.nextSeq += entries.length;
     const buf = encodeRecords(payloads, first);
@@ -223,8 +259,8 @@ export class DiskBuffer {
       )
       .finally(() => {
         this.committing = false;
-        this.count();
         this.commit();
+        this.count();
       });
   }
 
@@ -286,14 +322,16 @@ export class DiskBuffer {
     this.commit();
   }
 
-  /** Keeps counters and `full` up to date; tells `onState` when `full` changed. */
+  /** Keeps counters, `full` and `behind` up to date; tells `onState` when either changed. */
   private count(): void {
     const c = this.opts.counters;
     c.buffer_bytes = this.diskBytes;
     c.buffer_entries = Math.max(0, this.nextSeq - 1 - this.acked);
     const full = this.full;
-    if (full !== this.wasFull) {
+    const behind = this.behind;
+    if (full !== this.wasFull || behind !== this.wasBehind) {
       this.wasFull = full;
+      this.wasBehind = behind;
       this.onState?.();
     }
   }

@@ -17,8 +17,22 @@ import { HEADER_BYTES, recordAt, type Segment } from './record.js';
 /** Bytes read from a segment at once. */
 const READ_CHUNK = 256 * 1024;
 const EMPTY = Buffer.alloc(0);
-/** Most record bytes the cache of synced entries holds (see handOver). */
-const CACHE_MAX_BYTES = 4 * 1024 * 1024;
+
+/** One commit's entries, kept after its sync (see handOver). */
+interface CachedRun {
+  readonly seg: Segment;
+  /** where its records begin in `seg` */
+  readonly start: number;
+  /** where its first record not yet taken begins */
+  at: number;
+  /** the sequence of that record */
+  seq: number;
+  readonly entries: Entry[];
+  /** where each record ends, from `start` */
+  readonly ends: Float64Array;
+  /** entries taken */
+  idx: number;
+}
 
 export type BufferEmit = (entries: Entry[], done: () => void) => void;
 
@@ -30,6 +44,8 @@ export interface ReaderHost {
   readonly pipeline: string;
   /** how long a failed read waits before the next attempt, ms */
   readonly retryMs: number;
+  /** most record bytes the cache of synced entries holds (see handOver) */
+  readonly cacheBytes: number;
   /** the log's segments, oldest first (the log adds and deletes them) */
   readonly segments: readonly Segment[];
   /** the segment being written */
@@ -58,8 +74,11 @@ export class BufferReader {
   /** the current segment was read cleanly so far (a gap after it is a missing segment) */
   private readClean = true;
   private readonly order: InOrder<number>;
-  /** entries synced and kept in memory for a reader that keeps up (see handOver) */
-  private cache: { seg: Segment; items: Entry[]; sizes: number[]; idx: number; at: number; seq: number; end: number; endSeq: number; bytes: number } | undefined;
+  /** commits just synced, oldest first, kept for a reader that keeps up (see handOver) */
+  private runs: CachedRun[] = [];
+  /** entries and record bytes the runs hold, not yet taken */
+  private cachedEntries = 0;
+  private cachedBytes = 0;
 
   constructor(private readonly host: ReaderHost) {
     this.order = new InOrder<number>((seq) => host.acked(seq));
@@ -81,76 +100,92 @@ export class BufferReader {
   }
 
   /**
-   * Entries just synced are kept, as they are, for a reader caught up at the end of the segment
-   * being written: it takes them from here, up to its window at a time, instead of reading and
-   * decoding them again. Bounded by `cacheMax()` entries; what is not kept is read from the disk.
+   * The entries of a commit just synced are kept, as they are, for the reader: when it gets to
+   * where they begin it takes them from here, up to its window at a time, instead of reading and
+   * decoding them again. The cache is the tail of the log: bounded by `cacheBytes` record bytes
+   * and `cacheMax()` entries, the oldest commits make way; a reader behind them reads the disk.
+   * Nothing is kept for a reader further behind than that.
    */
   handOver(at: number, chunks: readonly Buffer[], lists: readonly Entry[][], first: number): void {
     const seg = this.host.writeSeg();
     if (!seg || this.closed) return;
-    let c = this.cache;
-    if (c && (c.seg !== this.rSeg || this.carryAt > c.at)) c = this.cache = undefined; // the reader passed it
-    const contiguous = c !== undefined && c.seg === seg && c.end === at && c.endSeq === first - 1;
-    if (!contiguous) {
-      // a new run starts when none is kept and the reader is in this segment, not far behind
-      if (c || this.rSeg !== seg || first - 1 - this.readSeq > this.cacheMax()) return;
-      c = this.cache = { seg, items: [], sizes: [], idx: 0, at, seq: first, end: at, endSeq: first - 1, bytes: 0 };
-    }
-    if (c!.items.length - c!.idx >= this.cacheMax() || c!.bytes >= CACHE_MAX_BYTES) return;
-    for (let k = 0; k < chunks.length; k++) {
-      const chunk = chunks[k]!;
-      const list = lists[k]!;
-      for (let e = 0, p = 0; e < list.length; e++) {
-        const size = HEADER_BYTES + chunk.readUInt32LE(p);
-        c!.items.push(list[e]!);
-        c!.sizes.push(size);
-        p += size;
-        c!.end += size;
-        c!.bytes += size;
+    let n = 0;
+    for (const list of lists) n += list.length;
+    if (n === 0) return;
+    // A reader further behind than the cache holds would find these gone (newer commits push them
+    // out) before it got to them: kept meanwhile, they would only fill the old generation.
+    let bytes = 0;
+    for (const chunk of chunks) bytes += chunk.length;
+    const lag = first - 1 - this.readSeq;
+    const maxEntries = this.cacheMax();
+    if (lag > maxEntries || (lag * bytes) / n > this.host.cacheBytes) return;
+    const ends = new Float64Array(n);
+    let i = 0;
+    let end = 0;
+    for (const chunk of chunks) {
+      for (let p = 0; p < chunk.length; i++) {
+        p += HEADER_BYTES + chunk.readUInt32LE(p);
+        ends[i] = end + p;
       }
-      c!.endSeq += list.length;
+      end += chunk.length;
     }
+    let entries = lists[0]!;
+    if (lists.length > 1) {
+      entries = new Array<Entry>(n);
+      let k = 0;
+      for (const list of lists) for (let e = 0; e < list.length; e++) entries[k++] = list[e]!;
+    }
+    this.runs.push({ seg, start: at, at, seq: first, entries, ends, idx: 0 });
+    this.cachedEntries += n;
+    this.cachedBytes += end;
+    while (this.runs.length > 0 && (this.cachedEntries > maxEntries || this.cachedBytes > this.host.cacheBytes)) this.dropRun();
   }
 
   private cacheMax(): number {
-    return Math.max(16 * this.window, 16384);
+    return Math.max(16 * this.window, 32768);
+  }
+
+  /** The oldest run goes (taken, passed, or making way for newer ones). */
+  private dropRun(): void {
+    const r = this.runs.shift()!;
+    this.cachedEntries -= r.entries.length - r.idx;
+    this.cachedBytes -= r.start + r.ends[r.ends.length - 1]! - r.at;
+  }
+
+  /** The run the reader gets to next, once the runs it passed went; undefined when none is kept. */
+  private nextRun(seg: Segment): CachedRun | undefined {
+    for (let r = this.runs[0]; r; r = this.runs[0]) {
+      // a run in an older segment, or behind the reader in this one: of no use any more
+      if (r.seg.firstSeq < seg.firstSeq || (r.seg === seg && (r.at < this.carryAt || (r.at === this.carryAt && r.seq <= this.readSeq)))) this.dropRun();
+      else return r;
+    }
+    return undefined;
   }
 
   /** Where reading from the disk stops in the current segment: the start of the cache ahead, or its end. */
   private readLimit(seg: Segment): number {
-    const c = this.cache;
-    return c && c.seg === seg && c.at >= this.carryAt ? c.at : seg.size;
+    const r = this.runs[0];
+    return r && r.seg === seg && r.at >= this.carryAt ? r.at : seg.size;
   }
 
-  /** Hands on entries from the cache when the reader stands where it begins; true when it did. */
-  private fromCache(): boolean {
-    const c = this.cache;
-    if (!c) return false;
-    if (this.rSeg !== c.seg || this.carryAt > c.at || (this.carryAt === c.at && this.readSeq !== c.seq - 1)) {
-      // the reader is elsewhere (another segment, or past it): the cache is of no use any more
-      this.cache = undefined;
-      return false;
-    }
-    if (this.carryAt < c.at) return false;
-    // bytes read before the cache began are the same records: the cache serves them
-    this.carry = EMPTY;
-    const n = Math.min(this.window - this.outstanding, c.items.length - c.idx);
+  /** Hands on entries from the cache when the reader stands where a run goes on; true when it did. */
+  private fromCache(seg: Segment): boolean {
+    const r = this.nextRun(seg);
+    if (!r || r.seg !== seg || r.at !== this.carryAt) return false;
+    const n = Math.min(this.window - this.outstanding, r.entries.length - r.idx);
     if (n <= 0) return false;
-    const batch = c.items.slice(c.idx, c.idx + n);
-    let bytes = 0;
-    for (let k = c.idx; k < c.idx + n; k++) bytes += c.sizes[k]!;
-    c.idx += n;
-    c.at += bytes;
-    c.bytes -= bytes;
-    c.seq += n;
-    if (c.idx === c.items.length) this.cache = undefined;
-    else if (c.idx > 4096) {
-      c.items = c.items.slice(c.idx);
-      c.sizes = c.sizes.slice(c.idx);
-      c.idx = 0;
-    }
-    this.carryAt = c.at;
-    this.readSeq = c.seq - 1;
+    const batch = n === r.entries.length ? r.entries : r.entries.slice(r.idx, r.idx + n);
+    r.idx += n;
+    const at = r.start + r.ends[r.idx - 1]!;
+    this.cachedEntries -= n;
+    this.cachedBytes -= at - r.at;
+    r.at = at;
+    r.seq += n;
+    if (r.idx === r.entries.length) this.runs.shift();
+    // bytes read before the run was kept are the same records: the cache serves them
+    this.carry = EMPTY;
+    this.carryAt = at;
+    this.readSeq = r.seq - 1;
     this.handOn(batch, this.readSeq);
     return true;
   }
@@ -219,7 +254,7 @@ export class BufferReader {
       this.carryAt = 0;
       this.readClean = true;
     }
-    if (this.fromCache() || this.parse()) return true;
+    if (this.fromCache(seg) || this.parse()) return true;
     const from = this.carryAt + this.carry.length;
     const limit = this.readLimit(seg);
     if (from < limit) {
@@ -333,7 +368,8 @@ export class BufferReader {
   async close(): Promise<void> {
     this.closed = true;
     this.emit = undefined;
-    this.cache = undefined;
+    this.runs = [];
+    this.cachedEntries = this.cachedBytes = 0;
     await this.closeSegment();
   }
 }

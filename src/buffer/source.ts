@@ -43,10 +43,16 @@ export function withBuffer(factory: SourceFactory, plugin: PluginConfig, ctx: So
   if (!wantsDiskBuffer(plugin)) return factory(plugin, ctx);
   // emit() and isSaturated() are handed to the factory before the buffer and the source exist
   const at: { buffer?: DiskBuffer; source?: Source; cfg?: BufferConfig; counters: BufferCounters } = { counters: bufferCounters() };
-  /** the source stops taking: a buffer not open yet, failing, or full with when_full = "block" */
+  /**
+   * The source stops taking: a buffer not open yet, failing, full with when_full = "block", or
+   * behind its commits. The last only for a source whose senders wait on no acknowledgement
+   * (syslog, stdin), where nothing else bounds what waits for a commit; a chain or OTLP sender's
+   * window bounds it already (and a saturated http source answers 503, which a short wait for a
+   * commit must not cause).
+   */
   const blocking = () => {
     const b = at.buffer;
-    return !!b && (!b.opened || b.isFailing || (b.full && at.cfg?.when_full === 'block'));
+    return !!b && (!b.opened || b.isFailing || (b.behind && !at.source?.acksUpstream) || (b.full && at.cfg?.when_full === 'block'));
   };
 
   const emit = (entries: Entry[], done?: () => void) => {
@@ -123,6 +129,9 @@ export function withBuffer(factory: SourceFactory, plugin: PluginConfig, ctx: So
     counters: source.counters,
     // the reader pauses: the source itself stops only when the buffer is full
     pausable: true,
+    // the reader's window waits on what it emitted: the pipeline pumps right after each batch, so
+    // a reader that keeps up takes a whole commit from the cache in one turn of the event loop
+    acksUpstream: true,
     open: source.open?.bind(source),
     start(positions, since) {
       handed = positions[BUFFER_POSITION_KEY]?.offset ?? 0;

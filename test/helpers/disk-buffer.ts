@@ -23,12 +23,12 @@ export interface BufferHarness {
 
 export const tempBufferDir = (): string => join(mkdtempSync(join(tmpdir(), 'logrelay-buffer-')), 'buf');
 
-/** A buffer on `dir` (not opened). */
-export function bufferOn(dir: string, segmentBytes: number, maxBytes = 1 << 30, retryMs = 50): BufferHarness {
+/** A buffer on `dir` (not opened); `cacheBytes`: its cache of synced entries (default: the buffer's). */
+export function bufferOn(dir: string, segmentBytes: number, maxBytes = 1 << 30, retryMs = 50, cacheBytes?: number): BufferHarness {
   const logs: Record<string, unknown>[] = [];
   const counters = bufferCounters();
   const log = createLogger('debug', { write: (l: string) => void logs.push(JSON.parse(l) as Record<string, unknown>) });
-  const buffer = new DiskBuffer({ dir, segmentBytes, maxBytes, log, counters, node: 'n', pipeline: 'p', source: 's', retryMs });
+  const buffer = new DiskBuffer({ dir, segmentBytes, maxBytes, log, counters, node: 'n', pipeline: 'p', source: 's', retryMs, cacheBytes });
   return { buffer, counters, logs, emitted: [] };
 }
 
