@@ -41,6 +41,8 @@ export interface Tail {
   readonly k8s: KubernetesMeta | undefined;
   readonly inode: number;
   readonly dev: number;
+  /** the file's birth time (ms, 0 where the platform has none): an inode used again by a new file is another file */
+  readonly born: number;
   readonly fh: FileHandle;
   readonly lines: LineSplitter;
   /** container and multiline stages; undefined for plain lines */
@@ -142,8 +144,14 @@ export function createTailSet(env: TailSetEnv) {
     emitBatch(tail, batch, mark);
   };
 
-  const fileIdPrefix = (dev: number, inode: number, truncations: number) =>
-    ctx.idNode === undefined ? '' : idPrefix(ctx.idNode, ctx.pipeline, env.pluginId, dev, inode, truncations);
+  /**
+   * The file's part of its lines' ids: device, inode, birth time and truncations. The birth time
+   * tells a file from an earlier one that had its inode (kubelet gzips a rotated log and deletes
+   * it; the next rotation's new file often gets the freed inode): without it, the new file's
+   * lines would repeat the old one's ids and a dedup collector would drop them.
+   */
+  const fileIdPrefix = (dev: number, inode: number, born: number, truncations: number) =>
+    ctx.idNode === undefined ? '' : born > 0 ? idPrefix(ctx.idNode, ctx.pipeline, env.pluginId, dev, inode, born, truncations) : idPrefix(ctx.idNode, ctx.pipeline, env.pluginId, dev, inode, truncations);
 
   const closeTail = async (tail: Tail) => {
     tails.delete(tail.inode);
@@ -191,7 +199,7 @@ export function createTailSet(env: TailSetEnv) {
       tail.lineStart = 0;
       tail.lines.at(0);
       tail.truncations++;
-      tail.idPrefix = fileIdPrefix(tail.dev, tail.inode, tail.truncations);
+      tail.idPrefix = fileIdPrefix(tail.dev, tail.inode, tail.born, tail.truncations);
       tail.fingerprint = undefined;
     }
     let size = st.size;
@@ -313,6 +321,7 @@ export function createTailSet(env: TailSetEnv) {
       k8s,
       inode,
       dev: st.dev,
+      born: st.birthtimeMs,
       fh,
       lines,
       assembler: assembles ? new LineAssembler({ format: cfg.container_format, maxLineBytes: cfg.max_line_bytes, multiline }, counters, resume) : undefined,
@@ -326,7 +335,7 @@ export function createTailSet(env: TailSetEnv) {
       size: st.size,
       truncations,
       fingerprint: await fingerprintOf(fh, st.size),
-      idPrefix: fileIdPrefix(st.dev, inode, truncations),
+      idPrefix: fileIdPrefix(st.dev, inode, st.birthtimeMs, truncations),
       detached: rotatedFrom !== undefined,
       deleted: false,
       renamedTo: rotatedFrom === undefined ? undefined : path,

@@ -2,12 +2,12 @@
 // after a relay or edge dies, and their copies removed by the collector's dedup stage. Every
 // node is a real process on 127.0.0.1; relays and edges are SIGKILLed as a crash would.
 
-import { mkdirSync, readFileSync, renameSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, readlinkSync, renameSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import test from 'ava';
 import { appendLines, collectorToml, edgeToml, relayToml, Tally } from '../helpers/exactly-once.js';
 import { childPids, freePort, killWithWorkers, nodeStarter, ownedTempDir, type RunningNode, sleep, type TempDir, waitFor, waitReady } from '../helpers/node.js';
-import { latestCounter } from '../helpers/status.js';
+import { latestCounter, statusReports } from '../helpers/status.js';
 
 const DEBUG = ['--logging.level=debug'];
 
@@ -253,4 +253,73 @@ test.serial('5. a reload of the dedup collector mid-stream hands its window over
   await waitFor(() => collector.records.filter((r) => r.msg === 'Configuration reloaded').length === 2, 'two reloads');
   await sleep(1000);
   t.is(tally.duplicates, 0, 'every line once across two reloads');
+});
+
+/** Whether the file system of `dir` gives a freed inode to the next new file (ext4 and xfs do; tmpfs never). */
+function reusesInodes(dir: string): boolean {
+  const probe = join(dir, '.probe');
+  writeFileSync(probe, 'a');
+  const before = statSync(probe).ino;
+  unlinkSync(probe);
+  writeFileSync(probe, 'b');
+  const after = statSync(probe).ino;
+  unlinkSync(probe);
+  return after === before;
+}
+
+/** Whether any process among `pids` holds the file `path` open (after its deletion too). */
+function holdsOpen(pids: readonly number[], path: string): boolean {
+  for (const pid of pids) {
+    let fds: string[] = [];
+    try {
+      fds = readdirSync(`/proc/${pid}/fd`);
+    } catch {
+      continue;
+    }
+    for (const fd of fds) {
+      try {
+        if (readlinkSync(`/proc/${pid}/fd/${fd}`).startsWith(path)) return true;
+      } catch {
+        // closed meanwhile
+      }
+    }
+  }
+  return false;
+}
+
+test.serial('6. files deleted once read and new files that get their freed inodes: the new lines get ids of their own, the dedup collector keeps them', async (t) => {
+  t.timeout(120_000);
+  const f = fleet(t);
+  const port = await freePort();
+  const dedup = await f.start('dedup', collectorToml(port, true));
+  const app = join(f.dir.path, 'app');
+  mkdirSync(app);
+  const edge = await f.start('edge', edgeToml(app, [port]));
+  const workers = await childPids(edge.child.pid!);
+  const once = new Tally(() => dedup);
+  const log = join(app, 'app.log');
+  // kubelet's gzip of a rotated log: the plain file deleted once read; the edge closes it, which
+  // frees its inode, and ext4 hands a freed inode to the next new file if it comes soon enough
+  let reused = 0;
+  const rounds = 5;
+  for (let r = 0; r < rounds; r++) {
+    appendLines(log, r === 0 ? 0 : r * 1000 + 1, (r + 1) * 1000);
+    await allThere(once, (r + 1) * 1000, `file ${r}`, 30_000);
+    const inode = statSync(log).ino;
+    unlinkSync(log);
+    await waitFor(() => !holdsOpen(workers, log), 'the deleted file closed by the edge', 15_000);
+    // the same line lengths: the new file's lines end at the old lines' offsets (its first line
+    // is written at once, to be there before another file takes the inode)
+    appendLines(log, (r + 1) * 1000, (r + 1) * 1000 + 1);
+    if (statSync(log).ino === inode) reused++;
+  }
+  appendLines(log, rounds * 1000 + 1, (rounds + 1) * 1000);
+  await allThere(once, (rounds + 1) * 1000, 'the last file', 30_000);
+  t.log(`${reused} of ${rounds} new files got the inode of the file deleted before them`);
+  t.true(reused > 0 || !reusesInodes(app), 'the file system reuses inodes, so the test must see it happen');
+  t.deepEqual(once.missing((rounds + 1) * 1000), []);
+  t.is(once.duplicates, 0);
+  const total = (rounds + 1) * 1000;
+  const report = await waitFor(() => statusReports(dedup, 'collect').find((r) => r['flow.total_processed'] === total), `a status report of the collector with ${total} entries processed`);
+  t.is(report['flow.duplicates_dropped'], 0, 'no line of a new file taken for one of the old');
 });
