@@ -34,6 +34,8 @@ function writeAll(fd: number, chunks: readonly Uint8Array[], at: number): void {
   let pos = at;
   while (rest.length > 0) {
     let n = writevSync(fd, rest, pos);
+    // a file takes at least a byte or fails; never spin on nothing written
+    if (n === 0) throw Object.assign(new Error('write wrote nothing'), { code: 'EIO' });
     pos += n;
     while (rest.length > 0 && n >= rest[0]!.length) n -= rest.shift()!.length;
     if (n > 0) rest[0] = rest[0]!.subarray(n);
