@@ -14,8 +14,9 @@ import { idPrefix } from '../core/ids.js';
 import type { Logger } from '../core/log.js';
 import type { BufferCounters } from './counters.js';
 import { LineEncoder } from './encode.js';
+import { writeAndSync } from './writer.js';
 import { type BufferEmit, BufferReader } from './reader.js';
-import { encodeRecords, MIN_RECORD, scanSegment, type Segment, segmentName, segmentSeq } from './record.js';
+import { encodeRecordsShared, MIN_RECORD, scanSegment, type Segment, segmentName, segmentSeq } from './record.js';
 
 export { type BufferCounters, bufferCounters } from './counters.js';
 
@@ -60,6 +61,8 @@ export class DiskBuffer {
   private pendingFirstSeq = 0;
   private waiters: (() => void)[] = [];
   private committing = false;
+  /** the commit under way */
+  private commitDone: Promise<unknown> | undefined;
   private failing = false;
   private retrying = false;
   private lastErrorLog = 0;
@@ -212,7 +215,7 @@ export class DiskBuffer {
       }
     }
     this.nextSeq += entries.length;
-    const buf = encodeRecords(payloads, first);
+    const buf = encodeRecordsShared(payloads, first);
     if (this.pending.length === 0) this.pendingFirstSeq = first;
     this.pending.push(buf);
     this.pendingEntries.push(entries);
@@ -234,7 +237,9 @@ export class DiskBuffer {
     this.pendingEntries = [];
     this.waiters = [];
     this.pendingBytes = 0;
-    this.write(chunks, bytes, first)
+    const written = this.write(chunks, bytes, first);
+    this.commitDone = written;
+    written
       .then(
         (at) => {
           this.opts.counters.buffer_syncs++;
@@ -270,8 +275,7 @@ export class DiskBuffer {
     const fh = this.writeFh!;
     const seg = this.writeSeg!;
     const at = seg.size;
-    await fh.writev(chunks, at);
-    await fh.datasync();
+    await writeAndSync(fh.fd, chunks, at);
     seg.size += bytes;
     this.diskBytes += bytes;
     return at;
@@ -396,7 +400,12 @@ export class DiskBuffer {
     await this.reader.close();
     const fh = this.writeFh;
     this.writeFh = undefined;
-    await fh?.close().catch(() => undefined);
+    if (!fh) return;
+    const closeFh = () => fh.close().catch(() => undefined);
+    // the writer thread writes to the descriptor's number: closed (and the number given to
+    // another file) only once a commit past the deadline is over
+    if (this.committing) void this.commitDone?.then(closeFh, closeFh);
+    else await closeFh();
   }
 }
 

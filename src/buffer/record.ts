@@ -49,11 +49,25 @@ const HEADER_ROOM = ' '.repeat(HEADER_BYTES);
  * every character is ASCII, each record's length is its payload's length.
  */
 export function encodeRecords(payloads: readonly string[], firstSeq: number): Buffer {
-  if (payloads.length === 0) return Buffer.alloc(0);
+  const buf = encodeUnsealed(payloads, firstSeq, (n) => Buffer.allocUnsafe(n));
+  sealRecords(buf);
+  return buf;
+}
+
+/**
+ * encodeRecords without the CRCs (sealRecords adds them), in memory shared with other threads:
+ * the disk buffer's writer thread seals and writes them while the event loop goes on.
+ */
+export function encodeRecordsShared(payloads: readonly string[], firstSeq: number): Buffer {
+  return encodeUnsealed(payloads, firstSeq, (n) => Buffer.from(new SharedArrayBuffer(n)));
+}
+
+function encodeUnsealed(payloads: readonly string[], firstSeq: number, alloc: (bytes: number) => Buffer): Buffer {
+  if (payloads.length === 0) return alloc(0);
   const joined = payloads.join(HEADER_ROOM);
   const bytes = Buffer.byteLength(joined);
-  if (bytes !== joined.length) return encodeEach(payloads, firstSeq);
-  const buf = Buffer.allocUnsafe(HEADER_BYTES + bytes);
+  if (bytes !== joined.length) return encodeEach(payloads, firstSeq, alloc);
+  const buf = alloc(HEADER_BYTES + bytes);
   buf.write(joined, HEADER_BYTES, 'latin1');
   let at = 0;
   for (let i = 0; i < payloads.length; i++) {
@@ -64,8 +78,8 @@ export function encodeRecords(payloads: readonly string[], firstSeq: number): Bu
   return buf;
 }
 
-/** encodeRecords for payloads that are not all ASCII: a length and a write each. */
-function encodeEach(payloads: readonly string[], firstSeq: number): Buffer {
+/** encodeUnsealed for payloads that are not all ASCII: a length and a write each. */
+function encodeEach(payloads: readonly string[], firstSeq: number, alloc: (bytes: number) => Buffer): Buffer {
   let total = 0;
   const lengths = new Array<number>(payloads.length);
   for (let i = 0; i < payloads.length; i++) {
@@ -73,7 +87,7 @@ function encodeEach(payloads: readonly string[], firstSeq: number): Buffer {
     lengths[i] = n;
     total += HEADER_BYTES + n;
   }
-  const buf = Buffer.allocUnsafe(total);
+  const buf = alloc(total);
   let at = 0;
   for (let i = 0; i < payloads.length; i++) {
     const n = lengths[i]!;
@@ -84,12 +98,22 @@ function encodeEach(payloads: readonly string[], firstSeq: number): Buffer {
   return buf;
 }
 
-/** The header of the record at `at` whose payload (`n` bytes) is in place. */
+/** The header, but its CRC, of the record at `at` whose payload (`n` bytes) is in place. */
 function header(buf: Buffer, at: number, n: number, seq: number): void {
   buf.writeUInt32LE(n, at);
   buf.writeUInt32LE(seq % TWO_32, at + 8);
   buf.writeUInt32LE(Math.floor(seq / TWO_32), at + 12);
-  buf.writeUInt32LE(crc32(buf.subarray(at + 8, at + HEADER_BYTES + n), n), at + 4);
+}
+
+/** Fills in the CRC of every record of `buf` (whole records, lengths and sequences in place). */
+export function sealRecords(buf: Uint8Array): void {
+  const view = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
+  for (let at = 0; at + HEADER_BYTES <= buf.length; ) {
+    const n = view.getUint32(at, true);
+    const end = at + HEADER_BYTES + n;
+    view.setUint32(at + 4, crc32(buf.subarray(at + 8, end), n), true);
+    at = end;
+  }
 }
 
 /** What one record at an offset is. */
