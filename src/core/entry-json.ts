@@ -31,35 +31,55 @@ export function jsonString(s: string): string {
   return onlyQuotesFrom(s, first) ? `"${s.replaceAll('"', '\\"')}"` : JSON.stringify(s);
 }
 
-let lastMs = Number.NaN;
-let lastIso = '';
-let lastSecond = Number.NaN;
-/** the last second's text up to its fraction: `YYYY-MM-DDTHH:MM:SS.` */
-let secondPrefix = '';
+/**
+ * A time's RFC 3339 text with milliseconds, UTC, between a fixed `head` and `tail`; the last one
+ * is remembered (entries of one read share it), and so is its second: entries with their own
+ * times (container runtimes write one per line) mostly differ in the milliseconds alone, written
+ * from a table without another toISOString.
+ */
+class TimeTexts {
+  private lastMs = Number.NaN;
+  private last = '';
+  private lastSecond = Number.NaN;
+  /** the last second's text from `head` up to its fraction: `<head>YYYY-MM-DDTHH:MM:SS.` */
+  private secondHead = '';
+  /** `000Z<tail>` to `999Z<tail>`: a text's end from its milliseconds */
+  private readonly msTexts: readonly string[];
 
-/** `000Z` to `999Z`: a time's end from its milliseconds */
-const MS_TEXTS = Array.from({ length: 1000 }, (_, ms) => `${String(ms).padStart(3, '0')}Z`);
+  constructor(
+    private readonly head: string,
+    tail: string,
+  ) {
+    this.msTexts = Array.from({ length: 1000 }, (_, ms) => `${String(ms).padStart(3, '0')}Z${tail}`);
+  }
+
+  text(ms: number): string {
+    if (ms === this.lastMs) return this.last;
+    // a Date drops a fraction of a millisecond toward 0
+    const whole = Math.trunc(ms);
+    const second = Math.floor(whole / 1000);
+    if (second !== this.lastSecond) {
+      this.secondHead = this.head + new Date(whole).toISOString().slice(0, -4);
+      this.lastSecond = second;
+    }
+    this.last = this.secondHead + this.msTexts[whole - second * 1000]!;
+    this.lastMs = ms;
+    return this.last;
+  }
+}
+
+const ISO_TIMES = new TimeTexts('', '');
+
+/** RFC 3339 with milliseconds, UTC (see TimeTexts). */
+export function isoTime(ms: number): string {
+  return ISO_TIMES.text(ms);
+}
 
 /**
- * RFC 3339 with milliseconds, UTC; the last one is remembered (entries of one read share it), and
- * so is its second: entries with their own times (container runtimes write one per line) mostly
- * differ in the milliseconds alone, written without another toISOString.
+ * `{"time":"<RFC 3339>"`: entryJson's start, made whole (see TimeTexts). A container line's own
+ * time, through isoTime and then between its key and quote, made three strings of one.
  */
-export function isoTime(ms: number): string {
-  if (ms === lastMs) return lastIso;
-  // a Date drops a fraction of a millisecond toward 0
-  const whole = Math.trunc(ms);
-  const second = Math.floor(whole / 1000);
-  if (second !== lastSecond) {
-    lastIso = new Date(whole).toISOString();
-    secondPrefix = lastIso.slice(0, -4);
-    lastSecond = second;
-  } else {
-    lastIso = secondPrefix + MS_TEXTS[whole - second * 1000]!;
-  }
-  lastMs = ms;
-  return lastIso;
-}
+const TIME_HEADS = new TimeTexts('{"time":"', '"');
 
 /** True when `o` has an own enumerable key (no array of keys is made). */
 export function hasKeys(o: object): boolean {
@@ -128,7 +148,7 @@ function plainFieldsJson(f: PlainFields): string {
  * level and fields are left out; `id` only when `withId` and present.
  */
 export function entryJson(e: Entry, time: number, source: string, message: string, withId: boolean): string {
-  let s = `{"time":"${isoTime(time)}"`;
+  let s = TIME_HEADS.text(time);
   if (e.node) s += `,"node":${jsonString(e.node)}`;
   if (source) s += `,"source":${jsonString(source)}`;
   if (e.level) s += `,"level":"${e.level}"`;

@@ -158,11 +158,22 @@ class CriReader {
     return true;
   }
 
-  /** the seconds part of the last line readBytes took, when it was a valid time */
-  private readonly secondBytes = Buffer.alloc(19);
-  private hasSecondBytes = false;
+  /**
+   * The seconds part of the last line readBytes took, when it was a valid time: its 19 bytes read
+   * as four 32-bit words, a 16-bit one and a byte (compared so, a line's second costs a third of
+   * what 19 byte comparisons did); -1 before any.
+   */
+  private w0 = -1;
+  private w1 = -1;
+  private w2 = -1;
+  private w3 = -1;
+  private w4 = -1;
+  private w5 = -1;
   /** that second, epoch ms */
   private secondBytesMs = 0;
+  /** a view of the last bytes readBytes took (a read's chunk serves its many lines), and those bytes */
+  private view: DataView = new DataView(new ArrayBuffer(0));
+  private viewOf: Buffer | undefined;
 
   /** Takes the seconds part of the bytes at `at` as the current second; false when it is not a valid one. */
   private newSecond(b: Buffer, at: number): boolean {
@@ -178,8 +189,13 @@ class CriReader {
     };
     const second = secondsOfParts(n(0, 4), n(5, 7), n(8, 10), n(11, 13), n(14, 16), n(17, 19));
     if (Number.isNaN(second)) return false;
-    b.copy(this.secondBytes, 0, at, at + 19);
-    this.hasSecondBytes = true;
+    const v = this.view;
+    this.w0 = v.getUint32(at, true);
+    this.w1 = v.getUint32(at + 4, true);
+    this.w2 = v.getUint32(at + 8, true);
+    this.w3 = v.getUint32(at + 12, true);
+    this.w4 = v.getUint16(at + 16, true);
+    this.w5 = v.getUint8(at + 18);
     this.secondBytesMs = second;
     return true;
   }
@@ -194,9 +210,18 @@ class CriReader {
     // bounds in characters hold for the bytes of the ASCII prefix
     const lim = at + line.length;
     if (line.length < 29) return false;
-    const last = this.secondBytes;
-    let same = this.hasSecondBytes;
-    for (let i = 0; same && i < 19; i++) same = b[at + i] === last[i];
+    if (b !== this.viewOf) {
+      this.viewOf = b;
+      this.view = new DataView(b.buffer, b.byteOffset, b.byteLength);
+    }
+    const v = this.view;
+    const same =
+      v.getUint32(at, true) === this.w0 &&
+      v.getUint32(at + 4, true) === this.w1 &&
+      v.getUint32(at + 8, true) === this.w2 &&
+      v.getUint32(at + 12, true) === this.w3 &&
+      v.getUint16(at + 16, true) === this.w4 &&
+      v.getUint8(at + 18) === this.w5;
     if (!same && !this.newSecond(b, at)) return false;
     let i = at + 19;
     let ms = this.secondBytesMs;
