@@ -3,7 +3,7 @@
 // stream up to their last piece, the runtime's time kept. Pure and synchronous, one instance per
 // file identity; a line not in the format is passed on as plain text and counted.
 
-import { cutToBytes, type LineCounters, type LogicalLine, type Resume, type Stream } from './line.js';
+import { cutToBytes, type LineCounters, type LineMaker, type LogicalLine, logicalLine, type Resume, type Stream } from './line.js';
 
 export type ContainerFormat = 'none' | 'cri' | 'docker' | 'auto';
 
@@ -369,13 +369,14 @@ export class ContainerLines {
   }
 
   /**
-   * Appends to `out` what the physical line `line` (at `start`..`end` in its file) completes;
-   * `bytes`, when given, holds the line's bytes from `at` on.
+   * Appends to `out` what the physical line `line` (at `start`..`end` in its file) completes, as
+   * `make` makes it (a LogicalLine by default); `bytes`, when given, holds the line's bytes from
+   * `at` on.
    */
-  push(line: string, start: number, end: number, out: LogicalLine[], bytes?: Buffer, at = -1): void {
+  push<T = LogicalLine>(line: string, start: number, end: number, out: T[], bytes?: Buffer, at = -1, make = logicalLine as LineMaker<unknown> as LineMaker<T>): void {
     if (this.format === 'auto') this.format = this.cri.read(line) ? 'cri' : readDocker(line) ? 'docker' : 'none';
     if (this.format === 'none') {
-      if (this.skip === undefined || !this.delivered('', start, end)) out.push({ text: line, start, end, idAt: end });
+      if (this.skip === undefined || !this.delivered('', start, end)) out.push(make(line, start, end, end));
       return;
     }
     const p = piece;
@@ -383,14 +384,14 @@ export class ContainerLines {
     if (this.skip !== undefined && this.delivered(ok ? p.stream : '', start, end)) return;
     if (!ok) {
       this.counters.parse_errors++;
-      out.push({ text: line, start, end, idAt: end });
+      out.push(make(line, start, end, end));
       return;
     }
     const open = this.open.size === 0 ? undefined : this.open.get(p.stream);
     if (open === undefined && !p.partial) {
       const text = cutToBytes(p.content, this.maxLineBytes);
       if (text !== p.content) this.counters.truncated_lines++;
-      out.push({ text, start, end, idAt: end, stream: p.stream, time: p.time, nanos: p.nanos });
+      out.push(make(text, start, end, end, p.stream, p.time, p.nanos));
       return;
     }
     const o = open ?? { parts: [], bytes: 0, cut: false, start, time: p.time, nanos: p.nanos };
@@ -402,7 +403,7 @@ export class ContainerLines {
       // (the exact cut is made once, when the line ends)
       if (o.bytes > this.maxLineBytes) o.cut = true;
     }
-    if (!p.partial) this.close(p.stream, o, end, out);
+    if (!p.partial) this.close(p.stream, o, end, out, make);
   }
 
   /** Reads the CRI line `line` into `piece`, from its bytes where given (`bytes` from `at`, or `at` < 0: not wholly in them). */
@@ -419,14 +420,14 @@ export class ContainerLines {
 
   /** Emits every open partial as it is (its file was rotated away, deleted, or input ended). */
   flush(end: number, out: LogicalLine[]): void {
-    for (const [stream, o] of [...this.open].sort((x, y) => x[1].start - y[1].start)) this.close(stream, o, end, out);
+    for (const [stream, o] of [...this.open].sort((x, y) => x[1].start - y[1].start)) this.close(stream, o, end, out, logicalLine);
   }
 
-  private close(stream: Stream, o: Open, end: number, out: LogicalLine[]): void {
+  private close<T>(stream: Stream, o: Open, end: number, out: T[], make: LineMaker<T>): void {
     this.open.delete(stream);
     const whole = o.parts.length === 1 ? o.parts[0]! : o.parts.join('');
     const text = cutToBytes(whole, this.maxLineBytes);
     if (text !== whole) this.counters.truncated_lines++;
-    out.push({ text, start: o.start, end, idAt: end, stream, time: o.time, nanos: o.nanos });
+    out.push(make(text, o.start, end, end, stream, o.time, o.nanos));
   }
 }

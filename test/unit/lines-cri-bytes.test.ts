@@ -5,9 +5,12 @@
 
 import test from 'ava';
 import { formatJson } from '../../src/flow/format.js';
+import type { Entry } from '../../src/core/entry.js';
+import { LineAssembler } from '../../src/lines/assembler.js';
 import { ContainerLines } from '../../src/lines/container.js';
-import { entryOf } from '../../src/lines/entries.js';
-import type { LineCounters, LogicalLine } from '../../src/lines/line.js';
+import { entryOf, lineEntry } from '../../src/lines/entries.js';
+import type { KubernetesMeta } from '../../src/lines/kubernetes.js';
+import type { LineCounters, LogicalLine, Resume } from '../../src/lines/line.js';
 import { LineSplitter } from '../../src/lines/splitter.js';
 
 const zero = (): LineCounters => ({ parse_errors: 0, truncated_lines: 0, multiline_entries: 0, multiline_splits: 0, multiline_timeouts: 0 });
@@ -68,11 +71,17 @@ const STREAMS = ['stdout', 'stderr', 'stdin', 'stdou'];
 const TAGS = ['F', 'P', 'F:x', 'P:ü', 'Fx', 'X', ''];
 const CONTENTS = [' hello', ' {"msg":"json","level":"warn"}', ' ünïcödé ☃', '', ' ', '  two spaces'];
 
-test('a CRI line read from its bytes is read as from its text: every combination of times, streams, tags and contents', (t) => {
+/** Every combination of TIMES, STREAMS, TAGS and CONTENTS, a line each; some plain text, some ending in \r\n. */
+function combinations(): { lines: string[]; text: string } {
   const lines: string[] = [];
   for (const time of TIMES) for (const stream of STREAMS) for (const tag of TAGS) for (const content of CONTENTS) lines.push(`${time} ${stream} ${tag}${content}`);
-  // lines of the same stream end their partials in turn; some are plain text, some end in \r\n
+  // lines of the same stream end their partials in turn
   const text = lines.map((l, i) => (i % 7 === 0 ? `${l}\r\n` : i % 11 === 0 ? `plain ${i}\n\n` : `${l}\n`)).join('');
+  return { lines, text };
+}
+
+test('a CRI line read from its bytes is read as from its text: every combination of times, streams, tags and contents', (t) => {
+  const { lines, text } = combinations();
   for (const chunkBytes of [1 << 16, 4096, 333, 37]) {
     const bytes = run(text, chunkBytes, true);
     const chars = run(text, chunkBytes, false);
@@ -109,4 +118,45 @@ test('the fields of a container line are written as JSON.stringify writes them, 
   const e = entryOf(out[1]!, 'c', 0, false, undefined);
   t.is(e.plainFields, undefined);
   t.is(formatJson(e), JSON.stringify({ time: new Date(e.time).toISOString(), source: 'c', message: 'm', fields: { x: 'y"z', stream: 'stdout' } }));
+});
+
+test('entries made as the container stage completes lines (pushMade) are the entries of its logical lines, with their positions and ids', (t) => {
+  const { text } = combinations();
+  const k8s: KubernetesMeta = { namespace: 'ns', pod: 'p', pod_uid: 'u', container: 'c', restart_count: 1 };
+  for (const [format, raw, meta] of [['cri', false, undefined], ['cri', true, k8s], ['auto', false, k8s]] as const) {
+    for (const chunkBytes of [1 << 16, 333]) {
+      const max = 200;
+      const counters = [zero(), zero()];
+      const splitter = new LineSplitter(max);
+      const viaLines = new LineAssembler({ format, maxLineBytes: max, multiline: undefined }, counters[0]!);
+      const made = new LineAssembler({ format, maxLineBytes: max, multiline: undefined }, counters[1]!);
+      const want: { entry: Entry; start: number; end: number; idAt: number }[] = [];
+      const got: typeof want = [];
+      const marks: [Resume, Resume][] = [];
+      const all = Buffer.from(text);
+      let from = 0;
+      for (let o = 0; o < all.length; o += chunkBytes) {
+        const chunk = all.subarray(o, o + chunkBytes);
+        const lines: string[] = [];
+        const ends: number[] = [];
+        const starts: number[] = [];
+        splitter.push(chunk, lines, ends, starts);
+        const out: LogicalLine[] = [];
+        viaLines.push(lines, ends, from, 7, out, chunk, starts);
+        for (const l of out) want.push({ entry: entryOf(l, 'src', 7, raw, meta), start: l.start, end: l.end, idAt: l.idAt });
+        made.pushMade(lines, ends, from, got, (line, start, end, idAt, stream, time, nanos) => ({ entry: lineEntry(line, stream, time, nanos, 'src', 7, raw, meta), start, end, idAt }), chunk, starts);
+        if (ends.length > 0) from = ends.at(-1)!;
+        marks.push([viaLines.resume(o + chunk.length), made.resume(o + chunk.length)]);
+      }
+      const what = `${format}, raw ${raw}, chunks of ${chunkBytes}`;
+      t.true(want.length > 500, what);
+      t.deepEqual(got, want, what);
+      t.deepEqual(counters[1], counters[0], what);
+      t.deepEqual(
+        marks.map((m) => m[1]),
+        marks.map((m) => m[0]),
+        what,
+      );
+    }
+  }
 });
