@@ -30,6 +30,17 @@ function isDigit(c: number): boolean {
   return c >= 48 && c <= 57;
 }
 
+/** ` std`, `out ` and `err ` as little-endian 32-bit words */
+const SP_STD = 0x64747320;
+const OUT_SP = 0x2074756f;
+const ERR_SP = 0x20727265;
+
+/** True when the four bytes of the little-endian word `w` are ASCII digits. */
+function isDigits4(w: number): boolean {
+  // every byte 0x30-0x3f, and none past 0x39 (adding 6 carries such a byte out of 0x3_)
+  return (w & 0xf0f0f0f0) >>> 0 === 0x30303030 && ((w + 0x06060606) & 0xf0f0f0f0) >>> 0 === 0x30303030;
+}
+
 /** True when `s` begins with SECONDS_SHAPE. */
 function hasSecondsShape(s: string): boolean {
   for (let i = 0; i < 19; i++) {
@@ -227,16 +238,27 @@ class CriReader {
     let ms = this.secondBytesMs;
     let finer = false;
     if (b[i] === 46 /* . */) {
-      let digits = 0;
-      let frac = 0;
-      for (i++; i < lim; i++, digits++) {
-        const c = b[i]!;
-        if (c < 48 || c > 57) break;
-        if (digits < 3) frac = frac * 10 + c - 48;
-        else if (c !== 48) finer = true;
+      // nine digits (what runtimes write): two words of four digits and one, read at once
+      const w1 = i + 14 <= lim ? v.getUint32(i + 1, true) : 0;
+      const w2 = w1 === 0 ? 0 : v.getUint32(i + 5, true);
+      const d9 = w1 === 0 ? 0 : b[i + 9]!;
+      const d10 = w1 === 0 ? 0 : b[i + 10]!;
+      if (isDigits4(w1) && isDigits4(w2) && d9 >= 48 && d9 <= 57 && (d10 < 48 || d10 > 57)) {
+        ms += (w1 & 0xf) * 100 + ((w1 >>> 8) & 0xf) * 10 + ((w1 >>> 16) & 0xf);
+        finer = w1 >>> 24 !== 48 || w2 !== 0x30303030 || d9 !== 48;
+        i += 10;
+      } else {
+        let digits = 0;
+        let frac = 0;
+        for (i++; i < lim; i++, digits++) {
+          const c = b[i]!;
+          if (c < 48 || c > 57) break;
+          if (digits < 3) frac = frac * 10 + c - 48;
+          else if (c !== 48) finer = true;
+        }
+        if (digits < 1 || digits > 9) return false;
+        ms += digits === 1 ? frac * 100 : digits === 2 ? frac * 10 : frac;
       }
-      if (digits < 1 || digits > 9) return false;
-      ms += digits === 1 ? frac * 100 : digits === 2 ? frac * 10 : frac;
     }
     const z = b[i];
     if (z === 90 /* Z */) i++;
@@ -253,11 +275,9 @@ class CriReader {
     } else return false;
     const timeEnd = i;
     // ` stdout ` or ` stderr `, then the tag
-    if (i + 9 > lim || b[i] !== 32 || b[i + 1] !== 115 || b[i + 2] !== 116 || b[i + 3] !== 100 || b[i + 7] !== 32) return false;
-    const s4 = b[i + 4];
-    const s5 = b[i + 5];
-    const s6 = b[i + 6];
-    const stream = s4 === 111 && s5 === 117 && s6 === 116 ? 'stdout' : s4 === 101 && s5 === 114 && s6 === 114 ? 'stderr' : undefined;
+    if (i + 9 > lim || v.getUint32(i, true) !== SP_STD) return false;
+    const out = v.getUint32(i + 4, true);
+    const stream = out === OUT_SP ? 'stdout' : out === ERR_SP ? 'stderr' : undefined;
     if (stream === undefined) return false;
     const tag = b[i + 8];
     if (tag !== 80 && tag !== 70) return false;
