@@ -15,21 +15,28 @@ import { LineSplitter } from '../../src/lines/splitter.js';
 
 const zero = (): LineCounters => ({ parse_errors: 0, truncated_lines: 0, multiline_entries: 0, multiline_splits: 0, multiline_timeouts: 0 });
 
-/** `text` split in chunks of `chunkBytes`, through ContainerLines with the bytes (`withBytes`) or as text alone. */
-function run(text: string, chunkBytes: number, withBytes: boolean, max = 1 << 20) {
-  const counters = zero();
+/** `text` read in chunks of `chunkBytes`: each chunk, where it ends in the text, and its lines as LineSplitter gives them. */
+function* chunksOf(text: string, chunkBytes: number, max: number) {
   const splitter = new LineSplitter(max);
-  const cri = new ContainerLines('cri', max, counters);
-  const out: LogicalLine[] = [];
   const all = Buffer.from(text);
-  let from = 0;
-  let fromBytes = 0;
   for (let o = 0; o < all.length; o += chunkBytes) {
     const chunk = all.subarray(o, o + chunkBytes);
     const lines: string[] = [];
     const ends: number[] = [];
     const starts: number[] = [];
     splitter.push(chunk, lines, ends, starts);
+    yield { chunk, readEnd: o + chunk.length, lines, ends, starts };
+  }
+}
+
+/** `text` split in chunks of `chunkBytes`, through ContainerLines with the bytes (`withBytes`) or as text alone. */
+function run(text: string, chunkBytes: number, withBytes: boolean, max = 1 << 20) {
+  const counters = zero();
+  const cri = new ContainerLines('cri', max, counters);
+  const out: LogicalLine[] = [];
+  let from = 0;
+  let fromBytes = 0;
+  for (const { chunk, lines, ends, starts } of chunksOf(text, chunkBytes, max)) {
     for (let i = 0; i < lines.length; i++) {
       const at = starts[i]!;
       if (at >= 0) {
@@ -138,26 +145,19 @@ test('entries made as the container stage completes lines (pushMade) are the ent
     for (const chunkBytes of [1 << 16, 333]) {
       const max = 200;
       const counters = [zero(), zero()];
-      const splitter = new LineSplitter(max);
       const viaLines = new LineAssembler({ format, maxLineBytes: max, multiline: undefined }, counters[0]!);
       const made = new LineAssembler({ format, maxLineBytes: max, multiline: undefined }, counters[1]!);
       const want: { entry: Entry; start: number; end: number; idAt: number }[] = [];
       const got: typeof want = [];
       const marks: [Resume, Resume][] = [];
-      const all = Buffer.from(text);
       let from = 0;
-      for (let o = 0; o < all.length; o += chunkBytes) {
-        const chunk = all.subarray(o, o + chunkBytes);
-        const lines: string[] = [];
-        const ends: number[] = [];
-        const starts: number[] = [];
-        splitter.push(chunk, lines, ends, starts);
+      for (const { chunk, readEnd, lines, ends, starts } of chunksOf(text, chunkBytes, max)) {
         const out: LogicalLine[] = [];
         viaLines.push(lines, ends, from, 7, out, chunk, starts);
         for (const l of out) want.push({ entry: entryOf(l, 'src', 7, raw, meta), start: l.start, end: l.end, idAt: l.idAt });
         made.pushMade(lines, ends, from, got, (line, start, end, idAt, stream, time, nanos) => ({ entry: lineEntry(line, stream, time, nanos, 'src', 7, raw, meta), start, end, idAt }), chunk, starts);
         if (ends.length > 0) from = ends.at(-1)!;
-        marks.push([viaLines.resume(o + chunk.length), made.resume(o + chunk.length)]);
+        marks.push([viaLines.resume(readEnd), made.resume(readEnd)]);
       }
       const what = `${format}, raw ${raw}, chunks of ${chunkBytes}`;
       t.true(want.length > 500, what);
