@@ -27,12 +27,20 @@ export interface Entry {
   /** where in `raw` its trailing `,"id":…` begins */
   rawIdAt?: number;
   /**
-   * Every string directly in `fields` is JSON text as it is (no `"`, `\`, control character or
-   * surrogate): set where the fields were made of checked text (a container line's stream and
-   * runtime time), so the json format writes them without looking for what to escape.
+   * `fields` is a container line's (plainFieldsEntry): `stream` (`stdout` or `stderr`), then
+   * `time_nanos` (checked RFC 3339 text: nothing in it to escape) and `k8s` when present, no other
+   * key; so the json format writes them without looking at the keys or for what to escape.
    */
   plainFields?: true;
 }
+
+/** The fields of an entry with `plainFields`, in this order. */
+// a type, not an interface: it is assignable to `fields`' index signature
+export type PlainFields = {
+  stream: 'stdout' | 'stderr';
+  time_nanos?: string;
+  k8s?: object;
+};
 
 const WORD_LEVELS: Readonly<Record<string, Level>> = {
   TRACE: 'TRACE',
@@ -154,6 +162,16 @@ export function parseLine(line: string, source: string, now: number, raw: boolea
   }
   const level = detectLevel(line);
   return level ? { time: now, source, level, message: line } : { time: now, source, message: line };
+}
+
+/**
+ * The entry of a text line (not a JSON object, or `raw`) with a container line's fields: made
+ * whole at once, so entries of a container file share one shape (two: with and without a level)
+ * and none gets its fields added later.
+ */
+export function plainFieldsEntry(line: string, source: string, time: number, fields: PlainFields): Entry {
+  const level = detectLevel(line);
+  return level ? { time, source, level, message: line, fields, plainFields: true } : { time, source, message: line, fields, plainFields: true };
 }
 
 const MESSAGE_KEYS = ['msg', 'message'];

@@ -3,42 +3,11 @@
 // stream up to their last piece, the runtime's time kept. Pure and synchronous, one instance per
 // file identity; a line not in the format is passed on as plain text and counted.
 
-import { cutToBytes, type LineCounters, type LogicalLine, type Resume, type Stream } from './line.js';
+import { CriReader } from './cri.js';
+import { cutToBytes, type LineCounters, type LineMaker, type LogicalLine, logicalLine, type Resume, type Stream } from './line.js';
+import { hasSecondsShape, isDigit, type Piece, piece, secondsOf } from './piece.js';
 
 export type ContainerFormat = 'none' | 'cri' | 'docker' | 'auto';
-
-/** The epoch ms of a `YYYY-MM-DDTHH:MM:SS` text (UTC), NaN when a field is out of range. */
-function secondsOf(text: string): number {
-  const n = (from: number, to: number) => Number(text.slice(from, to));
-  return secondsOfParts(n(0, 4), n(5, 7), n(8, 10), n(11, 13), n(14, 16), n(17, 19));
-}
-
-/** The epoch ms of a UTC date and time of day, NaN when a field is out of range. */
-function secondsOfParts(y: number, mo: number, d: number, h: number, mi: number, s: number): number {
-  if (mo < 1 || mo > 12 || d < 1 || h > 23 || mi > 59 || s > 59) return Number.NaN;
-  const date = new Date(Date.UTC(y, mo - 1, d, h, mi, s));
-  // Date.UTC takes years 0 to 99 as 1900 to 1999
-  if (y < 100) date.setUTCFullYear(y, mo - 1, d);
-  // a day past its month's end would roll over into the next
-  return date.getUTCDate() === d ? date.getTime() : Number.NaN;
-}
-
-/** `YYYY-MM-DDTHH:MM:SS`: `d` a digit, anything else itself */
-const SECONDS_SHAPE = 'dddd-dd-ddTdd:dd:dd';
-
-function isDigit(c: number): boolean {
-  return c >= 48 && c <= 57;
-}
-
-/** True when `s` begins with SECONDS_SHAPE. */
-function hasSecondsShape(s: string): boolean {
-  for (let i = 0; i < 19; i++) {
-    const want = SECONDS_SHAPE.charCodeAt(i);
-    const c = s.charCodeAt(i);
-    if (want === 100 /* d */ ? !isDigit(c) : c !== want) return false;
-  }
-  return true;
-}
 
 /** the seconds part of the last time read, of SECONDS_SHAPE (the initial value names no time) */
 let lastSecondText = 'no time read yet...';
@@ -82,173 +51,6 @@ function timeOf(s: string, end: number): number {
   if (!isDigit(h1) || !isDigit(h2) || s.charCodeAt(i + 3) !== 58 /* : */ || !isDigit(m1) || !isDigit(m2)) return Number.NaN;
   const offset = ((h1 * 10 + h2 - 528) * 60 + m1 * 10 + m2 - 528) * 60_000;
   return lastSecond + ms - (c === 45 ? -offset : offset);
-}
-
-/** A container line's parts. */
-interface Piece {
-  stream: Stream;
-  partial: boolean;
-  content: string;
-  /** the runtime's time, epoch ms */
-  time: number;
-  /** that time as written, when finer than ms (`fields.time_nanos`) */
-  nanos: string | undefined;
-}
-
-/** The parts of the last line a CriReader or readDocker took: one object, filled anew for every line. */
-const piece: Piece = { stream: 'stdout', partial: false, content: '', time: 0, nanos: undefined };
-
-/** The shape of a CRI line's prefix after its `YYYY-MM-DDTHH:MM:SS`, up to its content, with the parts read as groups. */
-const CRI_REST = String.raw`(?:\.(\d{1,9}))?(Z|[+-]\d\d:\d\d) std(out|err) ([PF])(?::[^ ]*)?(?: |$)`;
-/** A CRI line's prefix, of any second: the tag is `P`, `F`, or colon-separated tags with P or F first; the content may be empty. */
-const CRI_ANY = new RegExp(String.raw`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d${CRI_REST}`, 'y');
-
-/**
- * Reads CRI lines into `piece`, from the bytes they were split from where it can (readBytes), else
- * from their text (read). Before, Date.parse, a scan by characters and the strings cut out for
- * them took more than the rest of the line's way to its JSON. Runtimes write every line's time,
- * mostly within the same second as the line before: both remember the last valid second (as its
- * bytes; as a regular expression with it written in, made again when the second changes) and
- * read only the fraction per line.
- */
-class CriReader {
-  /** CRI_REST after the last valid second read, or nothing */
-  private sameSecond: RegExp | undefined;
-  /** that second, epoch ms */
-  private second = 0;
-
-  /** Reads `line` into `piece`; false when it is not a CRI line (an invalid time included). */
-  read(line: string): boolean {
-    let re = this.sameSecond;
-    let m: RegExpExecArray | null = null;
-    if (re !== undefined) {
-      re.lastIndex = 0;
-      m = re.exec(line);
-    }
-    if (m === null) {
-      CRI_ANY.lastIndex = 0;
-      if (!CRI_ANY.test(line)) return false;
-      const text = line.slice(0, 19);
-      const second = secondsOf(text);
-      if (Number.isNaN(second)) return false;
-      this.second = second;
-      re = this.sameSecond = new RegExp(text + CRI_REST, 'y');
-      m = re.exec(line)!;
-    }
-    const fraction = m[1];
-    const zone = m[2]!;
-    let ms = this.second;
-    let finer = false;
-    if (fraction !== undefined) {
-      const n = fraction.length;
-      ms += (fraction.charCodeAt(0) - 48) * 100;
-      if (n > 1) ms += (fraction.charCodeAt(1) - 48) * 10;
-      if (n > 2) ms += fraction.charCodeAt(2) - 48;
-      for (let i = 3; i < n && !finer; i++) finer = fraction.charCodeAt(i) !== 48;
-    }
-    if (zone !== 'Z') {
-      const offset = ((zone.charCodeAt(1) * 10 + zone.charCodeAt(2) - 528) * 60 + zone.charCodeAt(4) * 10 + zone.charCodeAt(5) - 528) * 60_000;
-      ms += zone.charCodeAt(0) === 45 /* - */ ? offset : -offset;
-    }
-    piece.stream = m[3] === 'out' ? 'stdout' : 'stderr';
-    piece.partial = m[4] === 'P';
-    piece.content = line.slice(re!.lastIndex);
-    piece.time = ms;
-    piece.nanos = finer ? line.slice(0, 20 + (fraction?.length ?? -1) + zone.length) : undefined;
-    return true;
-  }
-
-  /** the seconds part of the last line readBytes took, when it was a valid time */
-  private readonly secondBytes = Buffer.alloc(19);
-  private hasSecondBytes = false;
-  /** that second, epoch ms */
-  private secondBytesMs = 0;
-
-  /** Takes the seconds part of the bytes at `at` as the current second; false when it is not a valid one. */
-  private newSecond(b: Buffer, at: number): boolean {
-    for (let i = 0; i < 19; i++) {
-      const want = SECONDS_SHAPE.charCodeAt(i);
-      const c = b[at + i]!;
-      if (want === 100 /* d */ ? c < 48 || c > 57 : c !== want) return false;
-    }
-    const n = (from: number, to: number) => {
-      let v = 0;
-      for (let i = at + from; i < at + to; i++) v = v * 10 + b[i]! - 48;
-      return v;
-    };
-    const second = secondsOfParts(n(0, 4), n(5, 7), n(8, 10), n(11, 13), n(14, 16), n(17, 19));
-    if (Number.isNaN(second)) return false;
-    b.copy(this.secondBytes, 0, at, at + 19);
-    this.hasSecondBytes = true;
-    this.secondBytesMs = second;
-    return true;
-  }
-
-  /**
-   * Reads `line` into `piece` from its bytes, `bytes` from `at` on (a byte is read ten times
-   * faster than a character); the same as read() where it says true. False when the line is no
-   * CRI line or its prefix has a character outside ASCII (before the content, a byte is then a
-   * character): read() decides those.
-   */
-  readBytes(line: string, b: Buffer, at: number): boolean {
-    // bounds in characters hold for the bytes of the ASCII prefix
-    const lim = at + line.length;
-    if (line.length < 29) return false;
-    const last = this.secondBytes;
-    let same = this.hasSecondBytes;
-    for (let i = 0; same && i < 19; i++) same = b[at + i] === last[i];
-    if (!same && !this.newSecond(b, at)) return false;
-    let i = at + 19;
-    let ms = this.secondBytesMs;
-    let finer = false;
-    if (b[i] === 46 /* . */) {
-      let digits = 0;
-      let frac = 0;
-      for (i++; i < lim; i++, digits++) {
-        const c = b[i]!;
-        if (c < 48 || c > 57) break;
-        if (digits < 3) frac = frac * 10 + c - 48;
-        else if (c !== 48) finer = true;
-      }
-      if (digits < 1 || digits > 9) return false;
-      ms += digits === 1 ? frac * 100 : digits === 2 ? frac * 10 : frac;
-    }
-    const z = b[i];
-    if (z === 90 /* Z */) i++;
-    else if (z === 43 || z === 45 /* + - */) {
-      if (i + 6 > lim || b[i + 3] !== 58 /* : */) return false;
-      const h1 = b[i + 1]!;
-      const h2 = b[i + 2]!;
-      const m1 = b[i + 4]!;
-      const m2 = b[i + 5]!;
-      if (h1 < 48 || h1 > 57 || h2 < 48 || h2 > 57 || m1 < 48 || m1 > 57 || m2 < 48 || m2 > 57) return false;
-      const offset = ((h1 * 10 + h2 - 528) * 60 + m1 * 10 + m2 - 528) * 60_000;
-      ms += z === 45 ? offset : -offset;
-      i += 6;
-    } else return false;
-    const timeEnd = i;
-    // ` stdout ` or ` stderr `, then the tag
-    if (i + 9 > lim || b[i] !== 32 || b[i + 1] !== 115 || b[i + 2] !== 116 || b[i + 3] !== 100 || b[i + 7] !== 32) return false;
-    const s4 = b[i + 4];
-    const s5 = b[i + 5];
-    const s6 = b[i + 6];
-    const stream = s4 === 111 && s5 === 117 && s6 === 116 ? 'stdout' : s4 === 101 && s5 === 114 && s6 === 114 ? 'stderr' : undefined;
-    if (stream === undefined) return false;
-    const tag = b[i + 8];
-    if (tag !== 80 && tag !== 70) return false;
-    let c = i + 9;
-    if (c < lim) {
-      if (b[c] === 58 /* : */) {
-        for (c++; c < lim && b[c] !== 32; c++) if (b[c]! >= 128) return false;
-      } else if (b[c] !== 32) return false;
-    }
-    piece.stream = stream;
-    piece.partial = tag === 80;
-    piece.content = line.slice(c - at + 1);
-    piece.time = ms;
-    piece.nanos = finer ? line.slice(0, timeEnd - at) : undefined;
-    return true;
-  }
 }
 
 const criReader = new CriReader();
@@ -339,28 +141,29 @@ export class ContainerLines {
   }
 
   /**
-   * Appends to `out` what the physical line `line` (at `start`..`end` in its file) completes;
-   * `bytes`, when given, holds the line's bytes from `at` on.
+   * Appends to `out` what the physical line `line` (at `start`..`end` in its file) completes, as
+   * `make` makes it (a LogicalLine by default); `bytes`, when given, holds the line's bytes from
+   * `at` on.
    */
-  push(line: string, start: number, end: number, out: LogicalLine[], bytes?: Buffer, at = -1): void {
+  push<T = LogicalLine>(line: string, start: number, end: number, out: T[], bytes?: Buffer, at = -1, make = logicalLine as LineMaker<unknown> as LineMaker<T>): void {
     if (this.format === 'auto') this.format = this.cri.read(line) ? 'cri' : readDocker(line) ? 'docker' : 'none';
     if (this.format === 'none') {
-      if (this.skip === undefined || !this.delivered('', start, end)) out.push({ text: line, start, end, idAt: end });
+      if (this.skip === undefined || !this.delivered('', start, end)) out.push(make(line, start, end, end));
       return;
     }
     const p = piece;
-    const ok = this.format === 'cri' ? (at >= 0 && this.cri.readBytes(line, bytes!, at)) || this.cri.read(line) : readDocker(line);
+    const ok = this.format === 'cri' ? this.cri.readLine(line, bytes, at) : readDocker(line);
     if (this.skip !== undefined && this.delivered(ok ? p.stream : '', start, end)) return;
     if (!ok) {
       this.counters.parse_errors++;
-      out.push({ text: line, start, end, idAt: end });
+      out.push(make(line, start, end, end));
       return;
     }
     const open = this.open.size === 0 ? undefined : this.open.get(p.stream);
     if (open === undefined && !p.partial) {
       const text = cutToBytes(p.content, this.maxLineBytes);
       if (text !== p.content) this.counters.truncated_lines++;
-      out.push({ text, start, end, idAt: end, stream: p.stream, time: p.time, nanos: p.nanos });
+      out.push(make(text, start, end, end, p.stream, p.time, p.nanos));
       return;
     }
     const o = open ?? { parts: [], bytes: 0, cut: false, start, time: p.time, nanos: p.nanos };
@@ -372,19 +175,19 @@ export class ContainerLines {
       // (the exact cut is made once, when the line ends)
       if (o.bytes > this.maxLineBytes) o.cut = true;
     }
-    if (!p.partial) this.close(p.stream, o, end, out);
+    if (!p.partial) this.close(p.stream, o, end, out, make);
   }
 
   /** Emits every open partial as it is (its file was rotated away, deleted, or input ended). */
   flush(end: number, out: LogicalLine[]): void {
-    for (const [stream, o] of [...this.open].sort((x, y) => x[1].start - y[1].start)) this.close(stream, o, end, out);
+    for (const [stream, o] of [...this.open].sort((x, y) => x[1].start - y[1].start)) this.close(stream, o, end, out, logicalLine);
   }
 
-  private close(stream: Stream, o: Open, end: number, out: LogicalLine[]): void {
+  private close<T>(stream: Stream, o: Open, end: number, out: T[], make: LineMaker<T>): void {
     this.open.delete(stream);
     const whole = o.parts.length === 1 ? o.parts[0]! : o.parts.join('');
     const text = cutToBytes(whole, this.maxLineBytes);
     if (text !== whole) this.counters.truncated_lines++;
-    out.push({ text, start: o.start, end, idAt: end, stream, time: o.time, nanos: o.nanos });
+    out.push(make(text, o.start, end, end, stream, o.time, o.nanos));
   }
 }

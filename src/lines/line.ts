@@ -23,6 +23,16 @@ export interface LogicalLine {
 }
 
 /**
+ * Makes what a line stage emits of a logical line's parts (`stream`, `time`, `nanos`: a container
+ * line's, else undefined): a LogicalLine (logicalLine), or, when no stage follows, the entry itself.
+ */
+export type LineMaker<T> = (text: string, start: number, end: number, idAt: number, stream?: Stream, time?: number, nanos?: string) => T;
+
+/** A LogicalLine of its parts; a line of no container has no `stream`, `time` or `nanos` key. */
+export const logicalLine: LineMaker<LogicalLine> = (text, start, end, idAt, stream, time, nanos) =>
+  stream === undefined ? { text, start, end, idAt } : { text, start, end, idAt, stream, time, nanos };
+
+/**
  * Where a reader of a file starts again so that nothing open is cut and nothing delivered is
  * sent twice (DESIGN.md §15, §21): from `offset` (the start of the earliest open partial line or
  * entry); when something was open, lines up to `read` were delivered, except those of a stream

@@ -10,9 +10,9 @@ import { type Entry, parseLine } from '../core/entry.js';
 import { errorMessage } from '../core/errors.js';
 import { idPrefix } from '../core/ids.js';
 import { LineAssembler } from '../lines/assembler.js';
-import { entryOf } from '../lines/entries.js';
+import { entryOf, lineEntry } from '../lines/entries.js';
 import { containerLinkMeta, type KubernetesMeta, podLogMeta } from '../lines/kubernetes.js';
-import type { LineCounters, LogicalLine, Resume } from '../lines/line.js';
+import type { LineCounters, LineMaker, LogicalLine, Resume } from '../lines/line.js';
 import type { MultilineRules } from '../lines/multiline.js';
 import { LineSplitter } from '../lines/splitter.js';
 import type { FileSourceConfig } from './file-config.js';
@@ -124,6 +124,14 @@ export function createTailSet(env: TailSetEnv) {
   const emitLines = (tail: Tail, lines: string[], ends: number[], chunk?: Buffer, starts?: number[]) => {
     const readEnd = tail.offset - tail.lines.pendingBytes;
     const now = Date.now();
+    if (tail.assembler !== undefined && multiline === undefined) {
+      // container lines alone: their entries are made as they are completed
+      const batch: Entry[] = [];
+      tail.assembler.pushMade(lines, ends, tail.lineStart, batch, entryMaker(tail, now), chunk, starts);
+      if (ends.length > 0) tail.lineStart = ends[ends.length - 1]!;
+      emitBatch(tail, batch, tail.assembler.resume(readEnd));
+      return;
+    }
     if (tail.assembler !== undefined) {
       const out: LogicalLine[] = [];
       tail.assembler.push(lines, ends, tail.lineStart, now, out, chunk, starts);
@@ -135,6 +143,18 @@ export function createTailSet(env: TailSetEnv) {
     for (let i = 0; i < lines.length; i++) batch[i] = parseLine(lines[i]!, tail.name, now, cfg.raw);
     if (ctx.idNode !== undefined) for (let i = 0; i < batch.length; i++) batch[i]!.id = tail.idPrefix + ends[i]!.toString(36);
     emitBatch(tail, batch, { offset: readEnd });
+  };
+
+  /** Makes the entries of `tail`'s logical lines read at `now`, with their ids (as emitLogical). */
+  const entryMaker = (tail: Tail, now: number): LineMaker<Entry> => {
+    const { source, k8s } = tail;
+    const raw = cfg.raw;
+    if (ctx.idNode === undefined) return (text, _start, _end, _idAt, stream, time, nanos) => lineEntry(text, stream, time, nanos, source, now, raw, k8s);
+    return (text, _start, _end, idAt, stream, time, nanos) => {
+      const entry = lineEntry(text, stream, time, nanos, source, now, raw, k8s);
+      entry.id = tail.idPrefix + idAt.toString(36);
+      return entry;
+    };
   };
 
   const emitLogical = (tail: Tail, out: LogicalLine[], mark: Resume, now: number) => {

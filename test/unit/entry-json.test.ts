@@ -4,7 +4,7 @@
 
 import test from 'ava';
 import { entryJson, fieldsJson, isoTime, jsonString } from '../../src/core/entry-json.js';
-import type { Entry, Level } from '../../src/core/entry.js';
+import { type Entry, type Level, type PlainFields, plainFieldsEntry } from '../../src/core/entry.js';
 import { xorshift } from '../helpers/random.js';
 
 /** What JSON.stringify makes of the same entry, keys in §4 order. */
@@ -101,4 +101,23 @@ test('fieldsJson writes what JSON.stringify writes: values it leaves out, number
     { 2: 'two', 1: 'one', b: 'x', a: null, f: () => 1, n: Number.NaN, d: new Date(0), q: 'say "hi"\n', s: Symbol('s') },
   ];
   for (const c of cases) t.is(fieldsJson(c), JSON.stringify(c));
+});
+
+test('a container line\'s entry (plainFieldsEntry) is written as JSON.stringify writes it, in every shape of its fields', (t) => {
+  const nanos = ['2026-11-25T10:45:00.123456789Z', '2026-11-25T10:45:00.000000001+02:00', undefined];
+  const k8s = [{ namespace: 'n"s', pod: 'p\\q', pod_uid: 'u', container: 'c', restart_count: 3 }, { namespace: 'a', pod: 'b', container: 'c' }, undefined];
+  let shapes = 0;
+  for (const stream of ['stdout', 'stderr'] as const)
+    for (const time_nanos of nanos)
+      for (const k of k8s)
+        for (const message of ['INFO plain text', 'no level, "quoted" \u2028 ünï', '']) {
+          const fields: PlainFields = { stream };
+          if (time_nanos !== undefined) fields.time_nanos = time_nanos;
+          if (k !== undefined) fields.k8s = k;
+          const e = plainFieldsEntry(message, 'container', 1_764_067_500_123, fields);
+          t.true(e.plainFields);
+          t.is(entryJson(e, e.time, e.source, e.message, false), reference(e, false), JSON.stringify(fields));
+          shapes++;
+        }
+  t.is(shapes, 2 * 3 * 3 * 3);
 });
