@@ -2,9 +2,8 @@
 // message only once its entries are done (every sink delivered them or dropped them with a
 // count, DESIGN.md §15). A message is one JSON entry (as other producers send) or NDJSON lines
 // (a logrelay sink's batch); several nodes on one durable consumer share the messages. A fetch
-// asks for about two `buffer_size`s of entries' worth of messages (from the running mean of entries per
-// message), and two fetches are kept on their way, so the next one's messages travel while the
-// last one's are decoded; while the pipeline is saturated no fetch is made. The client hands fetched messages
+// asks for about four `buffer_size`s of entries' worth of messages (from the running mean of entries per
+// message); while the pipeline is saturated no fetch is made. The client hands fetched messages
 // over as an async iterator (one resolved promise per message: the library's API, there is no
 // callback for fetch); everything else, decoding, emit and the acks' bookkeeping, is synchronous
 // and per batch.
@@ -35,15 +34,7 @@ interface NatsSourceConfig extends NatsConfig {
  * server, and batches of a few hundred entries per message made a fetch of one buffer's worth
  * carry only two messages (the pipeline's saturation still stops the next fetch).
  */
-const FETCH_ENTRIES_PER_BUFFER = 2;
-
-/**
- * Fetches on their way at once. With one, the source waited a round trip after every fetch (a
- * profile of a JetStream hop showed both workers idle a third of the time); with two, what is
- * fetched but not yet emitted stays within FETCH_ENTRIES_PER_BUFFER × PULLS buffers, as one
- * fetch of four buffers' worth held before.
- */
-const PULLS = 2;
+const FETCH_ENTRIES_PER_BUFFER = 4;
 
 /** How long one fetch waits for messages on an idle stream (the client's minimum is 1 s). */
 const FETCH_EXPIRES_MS = 2000;
@@ -73,20 +64,10 @@ export const createNatsSource: SourceFactory = (plugin, ctx): Source => {
   let started = false;
   let stopping = false;
   let paused = false;
-  /** wake the pull loops: resume(), stop(), a new connection, or the end of a backoff */
-  const wakers = new Set<() => void>();
-  const wake = () => {
-    for (const w of [...wakers]) w();
-  };
-  let loops: Promise<void>[] = [];
-  /** the fetches on their way */
-  const fetching = new Set<{ stop(): void }>();
-  /** the durable consumer on the current connection, shared by the pull loops */
-  let consumer: { nc: NatsConnection; c: Promise<Consumer> } | undefined;
-  const consumerFor = (nc: NatsConnection): Promise<Consumer> => {
-    if (consumer?.nc !== nc) consumer = { nc, c: consumerOn(nc) };
-    return consumer.c;
-  };
+  /** wakes the pull loop: resume(), stop(), a new connection, or the end of a backoff */
+  let wake: (() => void) | undefined;
+  let loop: Promise<void> | undefined;
+  let fetching: { stop(): void } | undefined;
   /** a failure is logged at ERROR once per outage, then at DEBUG */
   let failureLogged = false;
   /** a stopping source waits for what it emitted to be done */
@@ -155,13 +136,15 @@ export const createNatsSource: SourceFactory = (plugin, ctx): Source => {
 
   const sleep = (ms: number) =>
     new Promise<void>((resolve) => {
-      const done = () => {
+      const t = setTimeout(() => {
+        wake = undefined;
+        resolve();
+      }, ms);
+      wake = () => {
         clearTimeout(t);
-        wakers.delete(done);
+        wake = undefined;
         resolve();
       };
-      const t = setTimeout(done, ms);
-      wakers.add(done);
     });
 
   const failure = (what: string, err: unknown) => {
@@ -186,6 +169,7 @@ export const createNatsSource: SourceFactory = (plugin, ctx): Source => {
   };
 
   const pullLoop = async () => {
+    let consumer: { nc: NatsConnection; c: Consumer } | undefined;
     while (!stopping) {
       const nc = link.connection;
       if (!nc || !link.up || paused || ctx.isSaturated()) {
@@ -193,19 +177,18 @@ export const createNatsSource: SourceFactory = (plugin, ctx): Source => {
         continue;
       }
       try {
-        const it = await (await consumerFor(nc)).fetch({ max_messages: fetchMax(), expires: FETCH_EXPIRES_MS });
-        fetching.add(it);
-        try {
-          for await (const m of it) onMessage(m);
-        } finally {
-          fetching.delete(it);
-        }
+        if (consumer?.nc !== nc) consumer = { nc, c: await consumerOn(nc) };
+        const it = await consumer.c.fetch({ max_messages: fetchMax(), expires: FETCH_EXPIRES_MS });
+        fetching = it;
+        for await (const m of it) onMessage(m);
+        fetching = undefined;
         flush();
         failureLogged = false;
         pullBackoff.reset();
       } catch (err) {
+        fetching = undefined;
         flush();
-        if (consumer?.nc === nc) consumer = undefined;
+        consumer = undefined;
         failure('NATS pull failed, retrying', err);
         await sleep(pullBackoff.next());
       }
@@ -217,7 +200,7 @@ export const createNatsSource: SourceFactory = (plugin, ctx): Source => {
     backoff: linkBackoff,
     log,
     counters,
-    onUp: wake,
+    onUp: () => wake?.(),
   });
 
   return {
@@ -230,21 +213,21 @@ export const createNatsSource: SourceFactory = (plugin, ctx): Source => {
       if (started || ctx.checkOnly) return;
       started = true;
       link.start();
-      loops = Array.from({ length: PULLS }, pullLoop);
+      loop = pullLoop();
     },
     pause() {
       paused = true;
     },
     resume() {
       paused = false;
-      wake();
+      wake?.();
     },
     async stop(deadline = Date.now()) {
       if (stopping) return;
       stopping = true;
-      for (const it of fetching) it.stop();
-      wake();
-      await Promise.all(loops);
+      fetching?.stop();
+      wake?.();
+      await loop;
       flush();
       // what was emitted drains on and is acknowledged as it is done, until the deadline
       if (counters.unacked > 0) {
