@@ -10,7 +10,9 @@
 // so both ends use one clock. Scenarios: tcp_chain, tcp_chain with mutual TLS, and http_chain at
 // its default batching (flush_interval_ms = 1000), and tcp_chain into a receiver with dedup on
 // (window 100,000: the 1,000,000 distinct ids of the run pass through it, so the receiver
-// worker's peak RSS shows the window's bound). Every step has a deadline.
+// worker's peak RSS shows the window's bound). Every step has a deadline. The 1-minute load
+// average before each run is printed; BENCH_QUIET_LOAD=0.5 waits for it to fall below 0.5 first
+// (the quiet-machine comparison with rsyslog), at most BENCH_QUIET_WAIT_MS per run.
 
 import { mkdirSync, renameSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
@@ -21,7 +23,7 @@ import { latestStatus } from '../test/helpers/status.js';
 import { writeInput } from './input.js';
 import { bytesRead, childPids, peakRss } from './proc.js';
 import { type ForwardResult, rsyslogForward } from './rsyslog.js';
-import { markdownTable, pct, runIfMain } from './report.js';
+import { loadRange, markdownTable, pct, quietLoad, runIfMain } from './report.js';
 
 const LINES = Number(process.env.BENCH_LINES ?? 1_000_000);
 const LINE_BYTES = 200;
@@ -181,6 +183,8 @@ export async function main(): Promise<Result[]> {
   const runs = new Map<Scenario, { eps: number[]; rss: number }>(scenarios.map((s) => [s, { eps: [], rss: 0 }]));
   const anchorRuns: ForwardResult[] = [];
   const results: Result[] = [];
+  /** the 1-minute load average before each timed run (BENCH_QUIET_LOAD waits for it to fall below) */
+  const loads: number[] = [];
   try {
     const pki = makePki(`${dir.path}/pki`, ['relay', 'edge']);
     const input = `${dir.path}/input.log`;
@@ -188,10 +192,12 @@ export async function main(): Promise<Result[]> {
     // Interleaved: anchor, every scenario, again; a slow phase of the machine hits all alike.
     for (let run = 0; run < RUNS; run++) {
       if (WITH_ANCHOR) {
+        loads.push(await quietLoad());
         anchorRuns.push(await rsyslogForward(dir.path, input, LINES, THROUGHPUT_DEADLINE_MS));
         process.stderr.write(`run ${run + 1}: rsyslog anchor ${rate(anchorRuns.at(-1)!.entriesPerSec)}/s\n`);
       }
       for (const [n, s] of scenarios.entries()) {
+        loads.push(await quietLoad());
         const { eps, rss } = await throughput(s, pki, dir, input, run * 100 + n);
         const r = runs.get(s)!;
         r.eps.push(eps);
@@ -220,7 +226,7 @@ export async function main(): Promise<Result[]> {
   const anchor = median(anchorRuns.map((a) => a.entriesPerSec));
   console.log(
     markdownTable(
-      ['anchor (same input, same runs)', `entries/s (median of ${anchorRuns.length})`, 'runs', 'peak RSS MiB', 'tcp_chain / anchor', 'mTLS tcp_chain / anchor', 'http_chain / tcp_chain'],
+      ['anchor (same input, same runs)', `entries/s (median of ${anchorRuns.length})`, 'runs', 'peak RSS MiB', 'tcp_chain / anchor', 'mTLS tcp_chain / anchor', 'http_chain / tcp_chain', 'load (1 min) before runs'],
       [
         [
           'rsyslog imfile → omfwd TCP → counter',
@@ -230,6 +236,7 @@ export async function main(): Promise<Result[]> {
           ratio(tcp, anchor),
           ratio(eps('tcp_chain + mutual TLS'), anchor),
           ratio(eps('http_chain (default batching)'), tcp),
+          loadRange(loads),
         ],
       ],
       true,

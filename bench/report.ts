@@ -1,5 +1,6 @@
 // What the benches print: percentiles and tables, and the entry point a bench file runs by.
 
+import { loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 
 /** The `p`-th percentile of ascending `sorted` (NaN when empty). */
@@ -43,3 +44,23 @@ export function runIfMain(moduleUrl: string, main: () => Promise<unknown>, opts:
     },
   );
 }
+
+/** BENCH_QUIET_LOAD: before each timed run, wait until the 1-minute load average is below it. */
+const QUIET_LOAD = Number(process.env.BENCH_QUIET_LOAD ?? Number.NaN);
+/** the longest wait for it, per run (BENCH_QUIET_WAIT_MS, default 5 minutes) */
+const QUIET_WAIT_MS = Number(process.env.BENCH_QUIET_WAIT_MS ?? 300_000);
+
+/**
+ * The machine's 1-minute load average before a run: with BENCH_QUIET_LOAD set, first waits (at
+ * most BENCH_QUIET_WAIT_MS) until it is below that, so ratios against an anchor such as rsyslog,
+ * whose threads gain most from idle cores, are taken on a quiet machine. The load is returned
+ * either way, to be printed beside the figures.
+ */
+export async function quietLoad(): Promise<number> {
+  const deadline = Date.now() + QUIET_WAIT_MS;
+  while (Number.isFinite(QUIET_LOAD) && loadavg()[0]! >= QUIET_LOAD && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 2000));
+  return loadavg()[0]!;
+}
+
+/** `0.31–0.48` of the loads seen before runs. */
+export const loadRange = (loads: readonly number[]): string => (loads.length === 0 ? '–' : `${Math.min(...loads).toFixed(2)}–${Math.max(...loads).toFixed(2)}`);
