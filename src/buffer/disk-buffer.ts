@@ -13,10 +13,10 @@ import { errorMessage } from '../core/errors.js';
 import { idPrefix } from '../core/ids.js';
 import type { Logger } from '../core/log.js';
 import type { BufferCounters } from './counters.js';
-import { LineEncoder } from './encode.js';
+import { LineEncoder, RecordEncoder } from './encode.js';
 import { writeAndSync } from './writer.js';
 import { type BufferEmit, BufferReader } from './reader.js';
-import { encodeRecordsShared, MIN_RECORD, scanSegment, type Segment, segmentName, segmentSeq } from './record.js';
+import { MIN_RECORD, scanSegment, type Segment, segmentName, segmentSeq } from './record.js';
 
 export { type BufferCounters, bufferCounters } from './counters.js';
 
@@ -53,7 +53,7 @@ export class DiskBuffer {
   private prefix = '';
   /** the prefix needs no escaping in JSON: an id stamped here is written as it is */
   private plainPrefix = false;
-  private readonly encoder = new LineEncoder();
+  private readonly encoder = new RecordEncoder();
   private pending: Buffer[] = [];
   /** the entries of each pending chunk: handed to a reader that is caught up once synced */
   private pendingEntries: Entry[][] = [];
@@ -192,30 +192,8 @@ export class DiskBuffer {
    */
   append(entries: Entry[], now: number, done?: () => void): void {
     const first = this.nextSeq;
-    const payloads = new Array<string>(entries.length);
-    const encoder = this.encoder;
-    for (let i = 0; i < entries.length; i++) {
-      const e = entries[i]!;
-      let stamped = false;
-      if (e.id === undefined) {
-        e.id = this.prefix + (first + i).toString(36);
-        stamped = this.plainPrefix;
-        if (e.raw !== undefined) e.raw = e.rawNodeAt = e.rawIdAt = undefined;
-      }
-      const line = encoder.encode(e, now, this.opts.pipeline, stamped);
-      payloads[i] = line;
-      // The line is what reading the record back would give the entry as `raw`: kept, the json
-      // format and chain sinks cut theirs from it instead of encoding the entry again. (Nothing
-      // was filled in, so it encodes this entry as it is; `,"` never occurs inside a JSON string.)
-      if (e.raw === undefined && !encoder.completed && typeof e.id === 'string') {
-        e.raw = line;
-        e.rawNodeAt = 0;
-        // `,"id":"<id>"}` ends it
-        e.rawIdAt = stamped ? line.length - e.id.length - 9 : line.lastIndexOf(',"id":');
-      }
-    }
+    const buf = this.encoder.records(entries, first, this.prefix, this.plainPrefix, now, this.opts.pipeline);
     this.nextSeq += entries.length;
-    const buf = encodeRecordsShared(payloads, first);
     if (this.pending.length === 0) this.pendingFirstSeq = first;
     this.pending.push(buf);
     this.pendingEntries.push(entries);
@@ -250,6 +228,7 @@ export class DiskBuffer {
           }
           for (const w of waiters) w();
           this.reader.handOver(at, chunks, lists, first);
+          this.encoder.release(chunks);
           this.reader.pump();
         },
         (err: unknown) => {

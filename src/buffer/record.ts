@@ -55,14 +55,6 @@ export function encodeRecords(payloads: readonly string[], firstSeq: number): Bu
 }
 
 /**
- * encodeRecords without the CRCs (sealRecords adds them), in memory shared with other threads:
- * the disk buffer's writer thread seals and writes them while the event loop goes on.
- */
-export function encodeRecordsShared(payloads: readonly string[], firstSeq: number): Buffer {
-  return encodeUnsealed(payloads, firstSeq, (n) => Buffer.from(new SharedArrayBuffer(n)));
-}
-
-/**
  * Characters joined into one string at most: a longer one is a large-object allocation in V8
  * (over 128 KiB), which cost more than the join saves.
  */
@@ -91,7 +83,7 @@ function encodeUnsealed(payloads: readonly string[], firstSeq: number, alloc: (b
   at = 0;
   for (let i = 0; i < payloads.length; i++) {
     const n = payloads[i]!.length;
-    header(buf, at, n, firstSeq + i);
+    writeHeader(buf, at, n, firstSeq + i);
     at += HEADER_BYTES + n;
   }
   return buf;
@@ -111,17 +103,25 @@ function encodeEach(payloads: readonly string[], firstSeq: number, alloc: (bytes
   for (let i = 0; i < payloads.length; i++) {
     const n = lengths[i]!;
     buf.write(payloads[i]!, at + HEADER_BYTES, n, 'utf8');
-    header(buf, at, n, firstSeq + i);
+    writeHeader(buf, at, n, firstSeq + i);
     at += HEADER_BYTES + n;
   }
   return buf;
 }
 
 /** The header, but its CRC, of the record at `at` whose payload (`n` bytes) is in place. */
-function header(buf: Buffer, at: number, n: number, seq: number): void {
-  buf.writeUInt32LE(n, at);
-  buf.writeUInt32LE(seq % TWO_32, at + 8);
-  buf.writeUInt32LE(Math.floor(seq / TWO_32), at + 12);
+export function writeHeader(buf: Uint8Array, at: number, n: number, seq: number): void {
+  putU32(buf, at, n);
+  putU32(buf, at + 8, seq % TWO_32);
+  putU32(buf, at + 12, Math.floor(seq / TWO_32));
+}
+
+/** A u32, little-endian (bytes stored as they are: Buffer's writeUInt32LE checks its arguments first). */
+function putU32(buf: Uint8Array, at: number, v: number): void {
+  buf[at] = v;
+  buf[at + 1] = v >>> 8;
+  buf[at + 2] = v >>> 16;
+  buf[at + 3] = v >>> 24;
 }
 
 /** Fills in the CRC of every record of `buf` (whole records, lengths and sequences in place). */

@@ -6,20 +6,38 @@ import { fdatasyncSync, writevSync } from 'node:fs';
 import { parentPort } from 'node:worker_threads';
 import { sealRecords } from './record.js';
 
-/** A request: write `chunks` at `at` in `fd`, then fdatasync it. */
-export interface WriteRequest {
-  readonly id: number;
-  readonly fd: number;
-  readonly at: number;
-  readonly chunks: readonly Uint8Array[];
-}
+/**
+ * A request: write the chunks `parts` names (shared memory's number, offset, length: three
+ * numbers a chunk) at `at` in `fd`, then fdatasync it. Or shared memory given a number once, or
+ * that number let go.
+ */
+export type WriterMessage =
+  | { readonly id: number; readonly fd: number; readonly at: number; readonly parts: readonly number[] }
+  | { readonly share: SharedArrayBuffer; readonly n: number }
+  | { readonly forget: number };
 
 export type WriteAnswer = { readonly id: number; readonly error?: undefined } | { readonly id: number; readonly error: string; readonly code: string | undefined };
 
-parentPort?.on('message', (req: WriteRequest) => {
+const shared = new Map<number, SharedArrayBuffer>();
+
+parentPort?.on('message', (req: WriterMessage) => {
+  if ('share' in req) {
+    shared.set(req.n, req.share);
+    return;
+  }
+  if ('forget' in req) {
+    shared.delete(req.forget);
+    return;
+  }
   try {
-    for (const c of req.chunks) sealRecords(c);
-    writeAll(req.fd, req.chunks, req.at);
+    const chunks: Uint8Array[] = [];
+    for (let i = 0; i < req.parts.length; i += 3) {
+      const mem = shared.get(req.parts[i]!);
+      if (!mem) throw Object.assign(new Error('disk buffer writer thread: unknown shared memory'), { code: 'EINVAL' });
+      chunks.push(new Uint8Array(mem, req.parts[i + 1], req.parts[i + 2]));
+    }
+    for (const c of chunks) sealRecords(c);
+    writeAll(req.fd, chunks, req.at);
     fdatasyncSync(req.fd);
     parentPort!.postMessage({ id: req.id } satisfies WriteAnswer);
   } catch (err) {

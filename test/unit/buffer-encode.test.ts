@@ -5,8 +5,8 @@
 
 import test from 'ava';
 import fc from 'fast-check';
-import { LineEncoder } from '../../src/buffer/encode.js';
-import { encodeRecords, recordAt } from '../../src/buffer/record.js';
+import { LineEncoder, RecordEncoder } from '../../src/buffer/encode.js';
+import { encodeRecords, recordAt, sealRecords } from '../../src/buffer/record.js';
 import { encodeEntry } from '../../src/chain/protocol.js';
 import type { Entry, Level } from '../../src/core/entry.js';
 
@@ -18,7 +18,10 @@ const value = fc.oneof(text, fc.constantFrom(0, -1, 1.5, true, null, undefined),
 const fields = fc.option(fc.dictionary(fc.constantFrom('hostname', 'facility', 'procid', '"k"'), value, { maxKeys: 3 }), { nil: undefined });
 const id = fc.option(fc.constantFrom('n.p.s.e.1', 'n.p.s.e.2', 'quote"id'), { nil: undefined });
 
-const entry: fc.Arbitrary<Entry> = fc.record({ time, node: fc.option(text, { nil: undefined }), source: text, level, message: text, fields, id }).map((r) => {
+// plain messages (written as they are) among those that need escaping or are not ASCII
+const message = fc.oneof(text, fc.constantFrom('plain message 1', 'x'.repeat(150), ' !#[]~', ''), fc.string({ maxLength: 200 }));
+
+const entry: fc.Arbitrary<Entry> = fc.record({ time, node: fc.option(text, { nil: undefined }), source: text, level, message, fields, id }).map((r) => {
   const e: Entry = { time: r.time, source: r.source, message: r.message };
   if (r.node !== undefined) e.node = r.node;
   if (r.level !== undefined) e.level = r.level;
@@ -78,4 +81,95 @@ test('records of ASCII and of other payloads read back as their payloads and seq
     { numRuns: 1000 },
   );
   t.pass();
+});
+
+/** The payloads of sealed records, in order, with their sequences. */
+function payloadsOf(buf: Buffer): { seq: number; text: string }[] {
+  const out: { seq: number; text: string }[] = [];
+  for (let at = 0; at < buf.length; ) {
+    const r = recordAt(buf, at);
+    if (r.kind !== 'ok') throw new Error(`record at ${at}: ${r.kind}`);
+    out.push({ seq: r.seq, text: buf.toString('utf8', r.start, r.end) });
+    at = r.end;
+  }
+  return out;
+}
+
+test('RecordEncoder: each record is what encodeEntry writes for the entry, stamped with its sequence, and earlier records stay as they were until released', (t) => {
+  const now = 1_800_000_000_000;
+  const appendArb = fc.record({
+    entries: fc.array(entry, { minLength: 1, maxLength: 30 }),
+    // a stamped id (no id given) is the prefix and the sequence in base 36
+    stamp: fc.array(fc.boolean(), { minLength: 30, maxLength: 30 }),
+    release: fc.boolean(),
+  });
+  fc.assert(
+    fc.property(fc.array(appendArb, { minLength: 1, maxLength: 12 }), fc.integer({ min: 1, max: 2 ** 40 }), fc.constantFrom('abc.', 'q"uote.'), (appends, start, prefix) => {
+      const encoder = new RecordEncoder();
+      const plainPrefix = LineEncoder.isPlain(prefix);
+      let seq = start;
+      // records not yet released, with the payloads they must still hold
+      const held: { chunk: Buffer; want: { seq: number; text: string }[] }[] = [];
+      for (const a of appends) {
+        const entries = a.entries.map((e, i) => {
+          const copy = { ...e };
+          if (a.stamp[i]) delete copy.id;
+          return copy;
+        });
+        const givenIds = entries.map((e) => e.id);
+        const chunk = encoder.records(entries, seq, prefix, plainPrefix, now, 'fallback');
+        const copy = Buffer.from(chunk);
+        sealRecords(copy);
+        const want = entries.map((e, i) => {
+          const id = givenIds[i] ?? prefix + (seq + i).toString(36);
+          if (e.id !== id) throw new Error(`entry ${i}: id ${String(e.id)}, want ${id}`);
+          // the line of the entry as it is now (its id stamped), encoded alone
+          const alone = { ...e, raw: undefined, rawNodeAt: undefined, rawIdAt: undefined };
+          const line = encodeEntry(alone, now, 'fallback', { completed: false });
+          // a line kept as raw must be that line
+          if (e.raw !== undefined && e.raw !== line) throw new Error(`entry ${i}: raw ${e.raw}, line ${line}`);
+          return { seq: seq + i, text: line };
+        });
+        t.deepEqual(payloadsOf(copy), want);
+        held.push({ chunk, want });
+        seq += entries.length;
+        if (a.release) {
+          // what is released may be written over; what is held may not
+          encoder.release(held.splice(0, held.length - 1).map((h) => h.chunk));
+        }
+        for (const h of held) {
+          const c = Buffer.from(h.chunk);
+          sealRecords(c);
+          if (JSON.stringify(payloadsOf(c)) !== JSON.stringify(h.want)) throw new Error('records held by the writer were written over');
+        }
+      }
+    }),
+    { numRuns: 300 },
+  );
+});
+
+test('RecordEncoder: appends larger than a slab, and many in a row, keep every record whole', (t) => {
+  const encoder = new RecordEncoder();
+  const big = 'm'.repeat(60_000);
+  const chunks: Buffer[] = [];
+  let seq = 1;
+  // 6 × 100 entries of 60 kB: 36 MB, past several 4 MiB slabs, half of them released on the way
+  for (let round = 0; round < 6; round++) {
+    const entries: Entry[] = Array.from({ length: 100 }, (_, i) => ({ time: 1_700_000_000_000, source: 's', message: `${round}-${i}-${big}` }));
+    const chunk = encoder.records(entries, seq, 'p.', true, 0, 'f');
+    seq += 100;
+    chunks.push(chunk);
+    if (round % 2 === 1) encoder.release(chunks.splice(0, 1));
+  }
+  let n = 0;
+  for (const chunk of chunks) {
+    const c = Buffer.from(chunk);
+    sealRecords(c);
+    for (const r of payloadsOf(c)) {
+      const e = JSON.parse(r.text) as Entry;
+      t.true(e.message.endsWith(big) && e.id === `p.${r.seq.toString(36)}`);
+      n++;
+    }
+  }
+  t.is(n, chunks.length * 100);
 });
