@@ -21,7 +21,7 @@ import { freePort, type RunningNode, sleep, spawnNode, tempDir, waitFor, waitRea
 import { makePki, type Pki } from '../test/helpers/pki.js';
 import { latestStatus } from '../test/helpers/status.js';
 import { writeInput } from './input.js';
-import { bytesRead, childPids, peakRss } from './proc.js';
+import { bytesRead, childPids, cpuSplitMs, peakRss, threadCpuMs } from './proc.js';
 import { type ForwardResult, rsyslogForward } from './rsyslog.js';
 import { loadRange, markdownTable, pct, quietLoad, runIfMain } from './report.js';
 
@@ -33,8 +33,16 @@ const WARMUP = 200;
 const THROUGHPUT_DEADLINE_MS = 180_000;
 /** throughput runs per scenario (and of the rsyslog anchor), interleaved; the median is reported */
 const RUNS = Math.max(1, Number(process.env.BENCH_RUNS ?? 3));
-/** only scenarios whose title contains this (and the anchor unless it is excluded by BENCH_NO_ANCHOR) */
+/** only these scenarios (see only()), and the anchor unless it is excluded by BENCH_NO_ANCHOR */
 const ONLY = process.env.BENCH_ONLY;
+
+/**
+ * BENCH_ONLY is a comma-separated list; a part names the scenario whose title it is, or else every
+ * one whose title contains it (`tcp_chain,http` runs the plain tcp_chain and the http_chain ones).
+ */
+function only(list: string, title: string): boolean {
+  return list.split(',').some((part) => (SCENARIOS.some((s) => s.title === part) ? title === part : title.includes(part)));
+}
 const WITH_ANCHOR = process.env.BENCH_NO_ANCHOR === undefined;
 
 type Link = 'tcp_chain' | 'http_chain';
@@ -110,7 +118,7 @@ async function pair(s: Scenario, pki: Pki | undefined, dir: ReturnType<typeof te
   return { a, b };
 }
 
-async function throughput(s: Scenario, pki: Pki | undefined, dir: ReturnType<typeof tempDir>, input: string, n: number): Promise<{ eps: number; rss: number }> {
+async function throughput(s: Scenario, pki: Pki | undefined, dir: ReturnType<typeof tempDir>, input: string, n: number): Promise<{ eps: number; rss: number; cpu: string }> {
   const watch = `${dir.path}/watch-${n}`;
   mkdirSync(watch);
   const { a, b } = await pair(s, pki, dir, 'null', watch);
@@ -121,6 +129,9 @@ async function throughput(s: Scenario, pki: Pki | undefined, dir: ReturnType<typ
     // them within that read). The slack leaves out the primary's small IPC messages read later.
     const worker = childPids(b.child.pid!)[0];
     if (worker === undefined) throw new Error(`${s.title}: the receiver has no worker`);
+    const sender = childPids(a.child.pid!)[0] ?? 0;
+    const cpu0 = [cpuSplitMs(sender), cpuSplitMs(worker)];
+    const threads0 = [threadCpuMs(sender), threadCpuMs(worker)];
     const samples: [number, number][] = [];
     const t0 = performance.now();
     renameSync(input, `${watch}/app.log`);
@@ -131,11 +142,23 @@ async function throughput(s: Scenario, pki: Pki | undefined, dir: ReturnType<typ
       await sleep(2);
     }
     const read = bytesRead(worker);
+    // the workers' CPU time over the run (all their threads), for where a run's time goes
+    const used = (pid: number, before: [number, number]) => {
+      const [u, k] = cpuSplitMs(pid);
+      return `${((u - before[0]) / 1000).toFixed(2)} + ${((k - before[1]) / 1000).toFixed(2)}`;
+    };
+    let cpu = `CPU s, user + system: sender worker ${used(sender, cpu0[0]!)}, receiver worker ${used(worker, cpu0[1]!)}`;
+    // BENCH_THREADS: each worker's CPU by thread (the event loop is "node"; GC helpers, libuv's pool)
+    if (process.env.BENCH_THREADS) {
+      const byThread = (pid: number, before: Map<string, number>) =>
+        [...threadCpuMs(pid)].map(([name, ms]) => `${name} ${((ms - (before.get(name) ?? 0)) / 1000).toFixed(2)}`).join(', ');
+      cpu += `; sender threads: ${byThread(sender, threads0[0]!)}; receiver threads: ${byThread(worker, threads0[1]!)}`;
+    }
     const t1 = samples.find(([, r]) => r >= read - 65536)?.[0] ?? performance.now();
     const eps = LINES / ((t1 - t0) / 1000);
     const rss = Math.max(0, ...childPids(b.child.pid!).map(peakRss));
     renameSync(`${watch}/app.log`, input);
-    return { eps, rss };
+    return { eps, rss, cpu };
   } finally {
     await Promise.all([a.stop(10_000), b.stop(10_000)]);
   }
@@ -179,7 +202,7 @@ const spread = (xs: readonly number[]) => (xs.length > 1 ? `${rate(Math.min(...x
 
 export async function main(): Promise<Result[]> {
   const dir = tempDir('logrelay-bench-chain-');
-  const scenarios = SCENARIOS.filter((s) => ONLY === undefined || s.title.includes(ONLY));
+  const scenarios = SCENARIOS.filter((s) => ONLY === undefined || only(ONLY, s.title));
   const runs = new Map<Scenario, { eps: number[]; rss: number }>(scenarios.map((s) => [s, { eps: [], rss: 0 }]));
   const anchorRuns: ForwardResult[] = [];
   const results: Result[] = [];
@@ -198,11 +221,11 @@ export async function main(): Promise<Result[]> {
       }
       for (const [n, s] of scenarios.entries()) {
         loads.push(await quietLoad());
-        const { eps, rss } = await throughput(s, pki, dir, input, run * 100 + n);
+        const { eps, rss, cpu } = await throughput(s, pki, dir, input, run * 100 + n);
         const r = runs.get(s)!;
         r.eps.push(eps);
         r.rss = Math.max(r.rss, rss);
-        process.stderr.write(`run ${run + 1}: ${s.title} ${rate(eps)}/s\n`);
+        process.stderr.write(`run ${run + 1}: ${s.title} ${rate(eps)}/s (${cpu})\n`);
       }
     }
     for (const s of scenarios) {

@@ -1,6 +1,6 @@
 // /proc readers for the bench: a process's children, its peak RSS and the bytes it has read.
 
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 
 /** Child pids of `pid` (the pipeline workers of a primary). */
 export function childPids(pid: number): number[] {
@@ -37,4 +37,31 @@ export function cpuMs(pid: number): number {
   } catch {
     return 0;
   }
+}
+
+/** CPU time the process has used so far in user mode and in the kernel, ms (`/proc/<pid>/stat`). */
+export function cpuSplitMs(pid: number): [user: number, system: number] {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return [Number(fields[11]) * 10, Number(fields[12]) * 10];
+  } catch {
+    return [0, 0];
+  }
+}
+
+/** CPU time so far of a process's main thread and of its other threads (`/proc/<pid>/task/<tid>/stat`), ms, summed per name. */
+export function threadCpuMs(pid: number): Map<string, number> {
+  const out = new Map<string, number>();
+  try {
+    for (const tid of readdirSync(`/proc/${pid}/task`)) {
+      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+      // the event loop's thread is the process's own id; the others (GC helpers, libuv's pool) are all "node"
+      const name = tid === String(pid) ? 'main' : 'other';
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      out.set(name, (out.get(name) ?? 0) + (Number(fields[11]) + Number(fields[12])) * 10);
+    }
+  } catch {
+    /* gone */
+  }
+  return out;
 }

@@ -254,25 +254,6 @@ const ID_KEY = ',"id":"';
 const MAX_TRAILING_ID = 40;
 
 /**
- * The id a line ends with (`…,"id":"<id>"}`), read from `buf[start..end)` without decoding the
- * line, for the dedup window to drop a duplicate before it costs a decode; undefined when the line
- * does not end so, or the id is longer than 40 characters or has anything but printable ASCII
- * without `\` and `"`. In a line that is a JSON object, such an ending is its top-level `id`
- * member: the value is the last one (the object's `}` follows its closing quote), and nothing
- * between the quotes can be escaped. So a copy is known by its id before it is parsed: a line that
- * starts and ends like an entry but is no JSON, with an id the window holds, counts as a duplicate
- * rather than a parse error (dropped either way).
- */
-export function trailingId(buf: Buffer, start: number, end: number): string | undefined {
-  if (end - start < 10 || buf[start] !== 123 /* { */ || buf[end - 1] !== 125 /* } */ || buf[end - 2] !== 34 /* " */) return undefined;
-  const close = end - 2;
-  const q = openingQuote(close, Math.max(start + ID_KEY.length, close - MAX_TRAILING_ID - 1), (i) => buf[i]!);
-  if (q < 0) return undefined;
-  for (let k = 0; k < ID_KEY.length - 1; k++) if (buf[q - ID_KEY.length + 1 + k] !== ID_KEY.charCodeAt(k)) return undefined;
-  return buf.toString('latin1', q + 1, close);
-}
-
-/**
  * Where the quote opening a string that closes at `close` is, looking no further back than
  * `stop`: -1 when it is not there, the string is empty, or a character in it is not printable
  * ASCII or is a `\`.
@@ -286,7 +267,16 @@ function openingQuote(close: number, stop: number, at: (i: number) => number): n
   return -1;
 }
 
-/** `trailingId` of a line already decoded to a string. */
+/**
+ * The id a line ends with (`…,"id":"<id>"}`), read without decoding the line, for the dedup
+ * window to drop a duplicate before it costs a decode; undefined when the line does not end so, or
+ * the id is longer than 40 characters or has anything but printable ASCII without `\` and `"`. In
+ * a line that is a JSON object, such an ending is its top-level `id` member: the value is the last
+ * one (the object's `}` follows its closing quote), and nothing between the quotes can be escaped.
+ * So a copy is known by its id before it is parsed: a line that starts and ends like an entry but
+ * is no JSON, with an id the window holds, counts as a duplicate rather than a parse error
+ * (dropped either way).
+ */
 export function trailingIdOf(line: string): string | undefined {
   const end = line.length;
   if (end < 10 || line.charCodeAt(0) !== 123 || line.charCodeAt(end - 1) !== 125 || line.charCodeAt(end - 2) !== 34) return undefined;
@@ -324,5 +314,13 @@ export class LineSplitter {
       this.rest = text;
     }
     return true;
+  }
+
+  /** The end of the stream: what followed the last `\n`, if anything, is the last line (a trailing `\r` removed). */
+  end(onLine: (line: string) => void): void {
+    let text = this.rest;
+    this.rest = '';
+    if (text.charCodeAt(text.length - 1) === 13) text = text.slice(0, -1);
+    if (text.length > 0) onLine(text);
   }
 }

@@ -2,7 +2,7 @@
 // into one string first is the slow way: a string over about 128 KiB is allocated in V8's
 // large-object space, and making one (a join, `toString` of a large body) costs about 50 times
 // what the same bytes cost in small strings (measured: 180 MB as 150 KB strings 1,000 ms, as
-// strings of a few hundred bytes 20–70 ms). Reading goes the other way: see `eachLineAt`.
+// strings of a few hundred bytes 20–70 ms).
 
 /** Bytes a line may need beyond its length in UTF-16 units: up to 3 per unit. */
 const MAX_BYTES_PER_UNIT = 3;
@@ -35,21 +35,4 @@ export function linesBuffer(lines: readonly string[], from = 0, to = lines.lengt
     buf[at++] = 10;
   }
   return at === buf.length ? buf : buf.subarray(0, at);
-}
-
-/**
- * Calls `onLine(start, end)` with where each line of `buf[from..to)` lies (without `\n`, a
- * trailing `\r` removed, empty lines skipped); a last line without `\n` counts too. The reader
- * decodes each line on its own (`buf.toString('utf8', start, end)`), or looks at its bytes first.
- */
-export function eachLineAt(buf: Buffer, onLine: (start: number, end: number) => void, from = 0, to = buf.length): void {
-  let start = from;
-  while (start < to) {
-    let nl = buf.indexOf(10, start);
-    if (nl < 0 || nl > to) nl = to;
-    let end = nl;
-    if (end > start && buf[end - 1] === 13) end--;
-    if (end > start) onLine(start, end);
-    start = nl + 1;
-  }
 }

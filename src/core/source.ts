@@ -25,7 +25,7 @@ export interface SourceContext {
   readonly idNode: string | undefined;
   /**
    * Set when the pipeline's flow has dedup: true when `id` is already in its window, counted as a
-   * duplicate dropped. A chain source asks with the id a line ends with (`trailingId`) and skips
+   * duplicate dropped. A chain source asks with the id a line ends with (`trailingIdOf`) and skips
    * the line undecoded; what it does emit still passes the window as usual.
    */
   readonly duplicate?: (id: string, now: number) => boolean;

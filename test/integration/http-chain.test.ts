@@ -121,3 +121,43 @@ ${chainSinkToml('busy', 'http_chain', busy.port, 'edge-h', `${senderSinkConfig}\
   t.true(Number(status['sinks.busy.reconnects']) >= 3);
   t.true(a.records.some((r) => r.level === 'error' && r.plugin === 'link' && r.msg === 'Chain batch rejected by peer, dropped' && r.status === 413));
 });
+
+test.serial('a body that arrives in pieces is read line by line across them: a character split between two, CR LF, empty lines and a last line without a newline', async (t) => {
+  t.timeout(60_000);
+  const port = await freePort();
+  const b = start('recv-pieces', receiverToml(port));
+  await waitReady(b, 'receiver');
+  const line = (i: number, message: string) => JSON.stringify({ time: '2026-11-25T10:00:00.000Z', source: 's', message, id: `pieces-${i}` });
+  const messages = ['plain', 'thrée 😀 and €', 'quoted "x" \\ back', 'x'.repeat(70_000), 'last, no newline'];
+  const body = Buffer.from(`${line(0, messages[0]!)}\r\n\n${line(1, messages[1]!)}\n${line(2, messages[2]!)}\r\n${line(3, messages[3]!)}\n\n${line(4, messages[4]!)}`);
+  // cut inside the 4-byte emoji, inside the € and right after a \r: each piece is written on its own, 30 ms apart
+  const emoji = body.indexOf(Buffer.from('😀'));
+  const euro = body.indexOf(Buffer.from('€'));
+  const cr = body.indexOf(13);
+  const cuts = [cr + 1, emoji + 2, euro + 1, emoji + 200, body.length - 10].sort((x, y) => x - y);
+  const { request } = await import('node:http');
+  const status = await new Promise<number>((resolve, reject) => {
+    const req = request({ host: '127.0.0.1', port, path: '/ingest', method: 'POST', headers: { 'x-logrelay-protocol': '1', 'Content-Length': body.length } }, (res) => {
+      res.resume();
+      resolve(res.statusCode ?? 0);
+    });
+    req.on('error', reject);
+    req.setNoDelay(true);
+    let from = 0;
+    const next = (k: number) => {
+      const to = k < cuts.length ? cuts[k]! : body.length;
+      req.write(body.subarray(from, to));
+      from = to;
+      if (k < cuts.length) setTimeout(() => next(k + 1), 30);
+      else req.end();
+    };
+    next(0);
+  });
+  t.is(status, 204);
+  await waitFor(() => b.out.length >= messages.length, 'every line at the receiver', 20_000);
+  t.deepEqual(
+    b.out.map((l) => (JSON.parse(l) as { message: string }).message),
+    messages,
+  );
+  t.is(latestStatus(b, 'recv')?.['sources.link.parse_errors'] ?? 0, 0);
+});

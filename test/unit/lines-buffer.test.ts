@@ -1,5 +1,5 @@
 import test from 'ava';
-import { eachLineAt, linesBuffer } from '../../src/core/lines-buffer.js';
+import { linesBuffer } from '../../src/core/lines-buffer.js';
 
 test('linesBuffer: the lines as UTF-8, each ended by a newline, for ASCII and multi-byte text', (t) => {
   const samples = [
@@ -14,14 +14,4 @@ test('linesBuffer: the lines as UTF-8, each ended by a newline, for ASCII and mu
     t.true(linesBuffer(lines, 1, lines.length - 1).equals(Buffer.from(lines.slice(1, -1).map((l) => `${l}\n`).join(''))));
   }
   t.is(linesBuffer([]).length, 0);
-});
-
-test('eachLineAt: every line of a buffer, CR LF and a last unterminated line included, empty ones skipped', (t) => {
-  const buf = Buffer.from('one\r\ntwo\n\nthrée 😀\nlast');
-  const got: string[] = [];
-  eachLineAt(buf, (start, end) => got.push(buf.toString('utf8', start, end)));
-  t.deepEqual(got, ['one', 'two', 'thrée 😀', 'last']);
-  const part: string[] = [];
-  eachLineAt(buf, (start, end) => part.push(buf.toString('utf8', start, end)), 5, 9);
-  t.deepEqual(part, ['two']);
 });
