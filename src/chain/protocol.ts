@@ -298,18 +298,31 @@ export class LineSplitter {
   constructor(private readonly maxBytes: number) {}
 
   push(chunk: string, onLine: (line: string) => void): boolean {
-    let text = this.rest.length > 0 ? this.rest + chunk : chunk;
-    this.rest = '';
     let start = 0;
-    for (let nl = text.indexOf('\n'); nl >= 0; nl = text.indexOf('\n', start)) {
-      let end = nl;
-      if (end > start && text.charCodeAt(end - 1) === 13) end--;
-      if (end - start > this.maxBytes / 3 && Buffer.byteLength(text.slice(start, end)) > this.maxBytes) return false;
-      onLine(text.slice(start, end));
+    if (this.rest.length > 0) {
+      // the line begun in an earlier chunk ends in this one: joined alone, not the whole chunk to
+      // it (a search in a joined chunk makes V8 copy all of it into one string first)
+      const nl = chunk.indexOf('\n');
+      if (nl < 0) {
+        this.rest += chunk;
+        return !(this.rest.length > this.maxBytes / 3 && Buffer.byteLength(this.rest) > this.maxBytes);
+      }
+      let line = this.rest + chunk.slice(0, nl);
+      this.rest = '';
+      if (line.charCodeAt(line.length - 1) === 13) line = line.slice(0, -1);
+      if (line.length > this.maxBytes / 3 && Buffer.byteLength(line) > this.maxBytes) return false;
+      onLine(line);
       start = nl + 1;
     }
-    if (start < text.length) {
-      text = text.slice(start);
+    for (let nl = chunk.indexOf('\n', start); nl >= 0; nl = chunk.indexOf('\n', start)) {
+      let end = nl;
+      if (end > start && chunk.charCodeAt(end - 1) === 13) end--;
+      if (end - start > this.maxBytes / 3 && Buffer.byteLength(chunk.slice(start, end)) > this.maxBytes) return false;
+      onLine(chunk.slice(start, end));
+      start = nl + 1;
+    }
+    if (start < chunk.length) {
+      const text = chunk.slice(start);
       if (text.length > this.maxBytes / 3 && Buffer.byteLength(text) > this.maxBytes) return false;
       this.rest = text;
     }

@@ -1,4 +1,5 @@
 import test from 'ava';
+import fc from 'fast-check';
 import {
   ackLine,
   decodeEntry,
@@ -81,6 +82,31 @@ test('LineSplitter yields whole lines across chunks, strips CR, and refuses over
   t.false(partial.push('x'.repeat(10), () => {}));
   // bytes, not characters: 6 three-byte characters are 18 bytes
   t.false(new LineSplitter(16).push(`${'€'.repeat(6)}\n`, () => {}));
+});
+
+test('LineSplitter: any cut of a text into chunks gives the lines of the text whole, CR LF, empty lines and a last line without newline included', (t) => {
+  const piece = fc.constantFrom('a', 'line', '\n', '\r\n', '\r', '€', 'x'.repeat(30), '\n\n');
+  fc.assert(
+    fc.property(fc.array(piece, { maxLength: 40 }), fc.array(fc.nat(200), { maxLength: 10 }), (parts, cutsAt) => {
+      const text = parts.join('');
+      // what splitting the whole text at once gives
+      const want = text.split('\n').map((l) => (l.endsWith('\r') ? l.slice(0, -1) : l));
+      const last = want.pop()!;
+      if (last !== '') want.push(last);
+      const cuts = [...new Set(cutsAt.map((c) => c % (text.length + 1)))].sort((a, b) => a - b);
+      const got: string[] = [];
+      const splitter = new LineSplitter(1 << 20);
+      let from = 0;
+      for (const c of [...cuts, text.length]) {
+        if (!splitter.push(text.slice(from, c), (l) => got.push(l))) throw new Error('refused');
+        from = c;
+      }
+      splitter.end((l) => got.push(l));
+      if (JSON.stringify(got) !== JSON.stringify(want)) throw new Error(`${JSON.stringify(text)} cut at ${cuts.join(',')}: ${JSON.stringify(got)}, want ${JSON.stringify(want)}`);
+    }),
+    { numRuns: 3000 },
+  );
+  t.pass();
 });
 
 test('an entry time past the Date range is replaced, never thrown on, in both directions', (t) => {
