@@ -200,6 +200,22 @@ const median = (xs: readonly number[]): number => [...xs].sort((a, b) => a - b)[
 const rate = (n: number) => Math.round(n).toLocaleString('en-US');
 const spread = (xs: readonly number[]) => (xs.length > 1 ? `${rate(Math.min(...xs))}–${rate(Math.max(...xs))}` : '');
 
+/**
+ * One plain tcp_chain hop (file → tcp_chain sink → tcp_chain source → null), timed as main() times
+ * it, on LINES lines: the reference other benches compare with (the fleet bench runs it between
+ * its own runs). Entries per second.
+ */
+export async function plainHopRate(): Promise<number> {
+  const dir = tempDir('logrelay-bench-hop-');
+  try {
+    const input = `${dir.path}/input.log`;
+    writeInput(input, LINES, LINE_BYTES);
+    return (await throughput(SCENARIOS[0]!, undefined, dir, input, 0)).eps;
+  } finally {
+    dir.remove();
+  }
+}
+
 export async function main(): Promise<Result[]> {
   const dir = tempDir('logrelay-bench-chain-');
   const scenarios = SCENARIOS.filter((s) => ONLY === undefined || only(ONLY, s.title));

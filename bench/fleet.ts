@@ -13,10 +13,13 @@ import { EventSource } from 'eventsource';
 import { type Fleet, startFleet } from '../test/helpers/fleet.js';
 import { sleep } from '../test/helpers/node.js';
 import { childPids, cpuMs } from './proc.js';
+import { plainHopRate } from './chain.js';
 import { pct, runIfMain } from './report.js';
 
 /** BENCH_BACKLOG_ONLY=1: only the backlog and its CPU table */
 const BACKLOG_ONLY = process.env.BENCH_BACKLOG_ONLY !== undefined;
+/** BENCH_HOP=0: no plain tcp_chain hop between the backlog runs (the reference of the fleet's ratio) */
+const WITH_HOP = process.env.BENCH_HOP !== '0';
 /** backlog runs (BENCH_RUNS, default 3); the median is reported with its CPU table */
 const RUNS = Math.max(1, Number(process.env.BENCH_RUNS ?? 3));
 
@@ -249,9 +252,20 @@ export async function main(): Promise<void> {
       console.log(table(['offered/s', 'written', 'unique at collector', 'delivered/s', 'seconds'], rows));
     }
     const runs: Awaited<ReturnType<typeof backlog>>[] = [];
-    for (let run = 1; run <= RUNS; run++) runs.push(await backlog(fleet, Number(process.env.BENCH_BACKLOG ?? 300_000), run));
+    const hops: number[] = [];
+    for (let run = 1; run <= RUNS; run++) {
+      runs.push(await backlog(fleet, Number(process.env.BENCH_BACKLOG ?? 300_000), run));
+      // the reference, between the fleet's runs (the fleet idles meanwhile): one plain tcp_chain hop
+      if (WITH_HOP) hops.push(await plainHopRate());
+    }
     const median = [...runs].sort((a, b) => a.eps - b.eps)[Math.floor(runs.length / 2)]!;
     console.log(`\nbacklog written at once at the edge (fanout any, dedup collector: every line exactly once); ${RUNS} runs, median ${Math.round(median.eps)} unique lines/s`);
+    if (WITH_HOP) {
+      const hop = [...hops].sort((a, b) => a - b)[Math.floor(hops.length / 2)]!;
+      const pairs = runs.map((r, i) => (r.eps / hops[i]!).toFixed(2)).join(', ');
+      console.log(`plain tcp_chain hop (bench/chain.js, 1,000,000 lines of 200 B, a run after each fleet run): median ${Math.round(hop)} lines/s (${hops.map((h) => Math.round(h)).join(', ')})`);
+      console.log(`fleet / hop: ${(median.eps / hop).toFixed(2)} × (medians; each run's pair: ${pairs} ×)`);
+    }
     console.log(table(['run', 'lines', 'unique at collector', 'received by the collector (both relays)', 'requests', 'lines/request', 'unique lines/s', 'seconds'], runs.map((r) => r.row)));
     console.log('\nCPU during the median backlog run (user + system; 200 % = both cores)');
     console.log(table(['process', 'CPU s', 'share of the run'], median.cpu));
