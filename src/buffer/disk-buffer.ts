@@ -14,7 +14,7 @@ import { idPrefix } from '../core/ids.js';
 import type { Logger } from '../core/log.js';
 import type { BufferCounters } from './counters.js';
 import { LineEncoder, RecordEncoder } from './encode.js';
-import { writeAndSync } from './writer.js';
+import { writeAhead, writeAndSync, writerBarrier } from './writer.js';
 import { type BufferEmit, BufferReader } from './reader.js';
 import { MIN_RECORD, scanSegment, type Segment, segmentName, segmentSeq } from './record.js';
 
@@ -61,6 +61,15 @@ export class DiskBuffer {
   private pendingFirstSeq = 0;
   private waiters: (() => void)[] = [];
   private committing = false;
+  /**
+   * Where the commit under way ends in its segment, once that is known (after a roll): pending
+   * records are written ahead from there while it syncs, so the next commit is mostly its sync.
+   */
+  private commitEnd: number | undefined;
+  /** how many of `pending` (the first ones) were written ahead, their bytes, and by which writer */
+  private aheadCount = 0;
+  private aheadBytes = 0;
+  private aheadBy: number | undefined;
   /** the commit under way */
   private commitDone: Promise<unknown> | undefined;
   private failing = false;
@@ -200,22 +209,59 @@ export class DiskBuffer {
     this.pendingBytes += buf.length;
     if (done) this.waiters.push(done);
     this.commit();
+    this.writeAhead();
     this.count();
+  }
+
+  /**
+   * While a commit syncs, the records that will be the next one are written where they go (its
+   * segment, after it) as they come: CRCs and the write are then done by the time that commit
+   * starts, and it is mostly its fdatasync. Only in order (every earlier pending chunk written
+   * ahead too), only where they fit in the segment, never while failing. A failed write ahead
+   * fails the commit that covers it, which goes the way of any failed commit.
+   */
+  private writeAhead(): void {
+    const end = this.commitEnd;
+    const fh = this.writeFh;
+    if (end === undefined || !fh || this.failing) return;
+    while (this.aheadCount < this.pending.length) {
+      const chunk = this.pending[this.aheadCount]!;
+      const at = end + this.aheadBytes;
+      if (at + chunk.length > this.opts.segmentBytes) return;
+      const by = writeAhead(fh.fd, [chunk], at);
+      // written by two writers (the first died between): never trusted, the commit fails
+      this.aheadBy = this.aheadBy === undefined || this.aheadBy === by ? by : -1;
+      this.aheadCount++;
+      this.aheadBytes += chunk.length;
+    }
   }
 
   private commit(): void {
     if (this.committing || !this.opened || this.pending.length === 0 || (this.failing && !this.retrying)) return;
     this.committing = true;
-    const chunks = this.pending;
-    const lists = this.pendingEntries;
-    const waiters = this.waiters;
-    const bytes = this.pendingBytes;
+    let n = this.pending.length;
+    const ahead = this.aheadCount;
+    const aheadBytes = this.aheadBytes;
+    // records written ahead are in the segment being written: the commit stays in it, so when the
+    // rest would not fit, only those are committed now (the rest next, in a new segment)
+    if (ahead > 0 && ahead < n && this.writeSeg && this.writeSeg.size + this.pendingBytes > this.opts.segmentBytes) n = ahead;
+    const chunks = this.pending.slice(0, n);
+    const lists = this.pendingEntries.slice(0, n);
+    const waiters = n === this.pending.length ? this.waiters : [];
+    let bytes = 0;
+    for (const c of chunks) bytes += c.length;
     const first = this.pendingFirstSeq;
-    this.pending = [];
-    this.pendingEntries = [];
-    this.waiters = [];
-    this.pendingBytes = 0;
-    const written = this.write(chunks, bytes, first);
+    this.pending = this.pending.slice(n);
+    this.pendingEntries = this.pendingEntries.slice(n);
+    if (waiters === this.waiters) this.waiters = [];
+    this.pendingBytes -= bytes;
+    let entries = 0;
+    for (const list of lists) entries += list.length;
+    this.pendingFirstSeq = first + entries;
+    this.aheadCount = this.aheadBytes = 0;
+    const aheadBy = this.aheadBy;
+    this.aheadBy = undefined;
+    const written = this.write(chunks, bytes, first, ahead > 0 ? { count: Math.min(ahead, n), bytes: aheadBytes, by: aheadBy! } : undefined);
     this.commitDone = written;
     written
       .then(
@@ -232,29 +278,40 @@ export class DiskBuffer {
           this.reader.pump();
         },
         (err: unknown) => {
-          // kept, in order, for the next attempt: their senders were told nothing yet
+          // kept, in order, for the next attempt: their senders were told nothing yet; whatever
+          // was written ahead is cut off by the retry and written again
           this.pending = chunks.concat(this.pending);
           this.pendingEntries = lists.concat(this.pendingEntries);
           this.waiters = waiters.concat(this.waiters);
           this.pendingBytes += bytes;
           this.pendingFirstSeq = first;
+          this.aheadCount = this.aheadBytes = 0;
+          this.aheadBy = undefined;
           this.fail(err);
         },
       )
       .finally(() => {
         this.committing = false;
+        this.commitEnd = undefined;
         this.commit();
         this.count();
       });
   }
 
-  /** Writes and syncs; resolves where the chunks begin in the segment being written. */
-  private async write(chunks: Buffer[], bytes: number, firstSeq: number): Promise<number> {
-    if (!this.writeFh || !this.writeSeg || (this.writeSeg.size > 0 && this.writeSeg.size + bytes > this.opts.segmentBytes)) await this.roll(firstSeq);
+  /**
+   * Writes and syncs; resolves where the chunks begin in the segment being written. `ahead`: the
+   * first of them were written ahead already (by that writer), right where they go.
+   */
+  private async write(chunks: Uint8Array[], bytes: number, firstSeq: number, ahead?: { count: number; bytes: number; by: number }): Promise<number> {
+    if (!ahead && (!this.writeFh || !this.writeSeg || (this.writeSeg.size > 0 && this.writeSeg.size + bytes > this.opts.segmentBytes))) await this.roll(firstSeq);
     const fh = this.writeFh!;
     const seg = this.writeSeg!;
     const at = seg.size;
-    await writeAndSync(fh.fd, chunks, at);
+    this.commitEnd = at + bytes;
+    // the next commit's records may be written ahead from here on (see writeAhead)
+    this.writeAhead();
+    const rest = ahead ? chunks.slice(ahead.count) : chunks;
+    await writeAndSync(fh.fd, rest, at + (ahead?.bytes ?? 0), this.retrying, ahead?.by);
     seg.size += bytes;
     this.diskBytes += bytes;
     return at;
@@ -274,6 +331,8 @@ export class DiskBuffer {
     this.writeFh = fh;
     this.writeSeg = { firstSeq, name, size: 0 };
     this.segments.push(this.writeSeg);
+    // what was written ahead on it is written (or not) before its number is let go
+    if (old) await writerBarrier(old.fd).catch(() => undefined);
     await old?.close().catch(() => undefined);
     this.prune();
   }
@@ -295,8 +354,12 @@ export class DiskBuffer {
   private async retry(): Promise<void> {
     if (this.closed) return;
     try {
-      // what a failed write left after the durable end goes first
-      if (this.writeFh && this.writeSeg) await this.writeFh.truncate(this.writeSeg.size);
+      // what a failed write left after the durable end goes first (and what was written ahead,
+      // once the writer is past it)
+      if (this.writeFh && this.writeSeg) {
+        await writerBarrier(this.writeFh.fd);
+        await this.writeFh.truncate(this.writeSeg.size);
+      }
     } catch (err) {
       this.fail(err);
       return;
@@ -384,6 +447,8 @@ export class DiskBuffer {
     // the writer thread writes to the descriptor's number: closed (and the number given to
     // another file) only once a commit past the deadline is over
     if (this.committing) void this.commitDone?.then(closeFh, closeFh);
+    // records written ahead and never committed: written (or not) before the number is let go
+    else if (this.aheadCount > 0) await writerBarrier(fh.fd).then(closeFh, closeFh);
     else await closeFh();
   }
 }

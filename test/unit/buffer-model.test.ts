@@ -1,5 +1,6 @@
 // Model test of the disk buffer (issue 26, acceptance 1): random appends, reads, acknowledgements
-// (in any order), checkpoints, restarts (crash: the primary's acknowledged sequence; node: the
+// (in any order), bursts of appends (written ahead of their commit while the one before syncs),
+// checkpoints, restarts (crash: the primary's acknowledged sequence; node: the
 // checkpoint's) and torn tails, against a model of what is on disk. Within one run the reader
 // never returns a record twice and never skips one; after a restart it resumes right after the
 // sequence it was handed.
@@ -13,6 +14,8 @@ import { bufferOn, type BufferHarness, collect, entry, seqOf, tempBufferDir, unt
 
 type Cmd =
   | { readonly kind: 'append'; readonly n: number }
+  /** batches appended one after another without waiting: later ones are written ahead while the first commits */
+  | { readonly kind: 'burst'; readonly sizes: readonly number[] }
   | { readonly kind: 'read' }
   | { readonly kind: 'ack'; readonly pick: number; readonly all: boolean }
   | { readonly kind: 'checkpoint' }
@@ -20,6 +23,7 @@ type Cmd =
 
 const cmd: fc.Arbitrary<Cmd> = fc.oneof(
   { weight: 4, arbitrary: fc.record({ kind: fc.constant('append' as const), n: fc.integer({ min: 1, max: 12 }) }) },
+  { weight: 2, arbitrary: fc.record({ kind: fc.constant('burst' as const), sizes: fc.array(fc.integer({ min: 1, max: 12 }), { minLength: 2, maxLength: 8 }) }) },
   { weight: 3, arbitrary: fc.record({ kind: fc.constant('read' as const) }) },
   { weight: 3, arbitrary: fc.record({ kind: fc.constant('ack' as const), pick: fc.nat(), all: fc.boolean() }) },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant('checkpoint' as const) }) },
@@ -79,6 +83,14 @@ async function run(cmds: readonly Cmd[], segmentBytes: number, cacheBytes: numbe
         h.buffer.append(batch, Date.now(), () => (synced = true));
         await until(() => synced, 'append synced');
         for (const e of batch) durable.add(seqOf(e.id!));
+        break;
+      }
+      case 'burst': {
+        const batches = c.sizes.map((n) => Array.from({ length: n }, () => entry(`m${counter++}`)));
+        let synced = 0;
+        for (const batch of batches) h.buffer.append(batch, Date.now(), () => synced++);
+        await until(() => synced === batches.length, 'burst synced');
+        for (const batch of batches) for (const e of batch) durable.add(seqOf(e.id!));
         break;
       }
       case 'read': {
