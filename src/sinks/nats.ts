@@ -10,7 +10,7 @@
 
 import { createInbox, headers, type Msg, type NatsConnection, type Subscription } from '@nats-io/transport-node';
 import { HeldWaiters } from '../chain/held-waiters.js';
-import { encodeEntry } from '../chain/protocol.js';
+import { eachWireRun, encodeWire, type WireItem, wireItems } from '../chain/wire.js';
 import { settle } from '../core/ack.js';
 import { PluginError } from '../core/errors.js';
 import type { OnFull } from '../core/queue.js';
@@ -36,7 +36,8 @@ interface NatsSinkConfig extends NatsConfig {
 /** One batch on its way: encoded once, published (again, the same bytes and id) until acknowledged. */
 interface Publish {
   readonly items: readonly SinkItem[];
-  readonly data: string;
+  /** the batch's chain lines, NDJSON without the last newline */
+  readonly data: Uint8Array;
   readonly msgId: string | undefined;
   /** when it was last published, epoch ms */
   sentAt: number;
@@ -56,6 +57,14 @@ export const NATS_SINK: PluginSpec = {
     ...SINK_QUEUE_FIELDS,
   }),
 };
+
+/** A batch's message: its chain lines (each with its `\n`) in one piece, but the last `\n`. */
+function messageOf(items: readonly WireItem[]): Uint8Array {
+  const runs: Buffer[] = [];
+  eachWireRun(items, 0, items.length, (run) => runs.push(run));
+  const all = runs.length === 1 ? runs[0]! : Buffer.concat(runs);
+  return all.subarray(0, all.length - 1);
+}
 
 export const createNatsSink: SinkFactory = (plugin, ctx): Sink => {
   const cfg = natsConfig<NatsSinkConfig>('sink', plugin, NATS_SINK.fields);
@@ -78,8 +87,7 @@ export const createNatsSink: SinkFactory = (plugin, ctx): Sink => {
   /** entries in `queued` and `retries` */
   let waitingEntries = 0;
   /** the batch being filled */
-  let building: SinkItem[] = [];
-  let buildingLines: string[] = [];
+  let building: WireItem[] = [];
   let buildingBytes = 0;
   let flushTimer: NodeJS.Timeout | undefined;
   /** entries not published yet: write() waits while a batch's worth of them waits */
@@ -96,7 +104,6 @@ export const createNatsSink: SinkFactory = (plugin, ctx): Sink => {
   let closing = false;
   /** a failure is logged once per outage, then at DEBUG */
   let failureLogged = false;
-  const encodeOut = { completed: false };
 
   const update = () => {
     counters.unacked = held();
@@ -110,10 +117,9 @@ export const createNatsSink: SinkFactory = (plugin, ctx): Sink => {
     flushTimer = undefined;
     if (building.length === 0) return;
     const first = building[0]!.entry.id;
-    queued.push({ items: building, data: buildingLines.join('\n'), msgId: first === undefined ? undefined : `${first}+${building.length}`, sentAt: 0 });
+    queued.push({ items: building, data: messageOf(building), msgId: first === undefined ? undefined : `${first}+${building.length}`, sentAt: 0 });
     waitingEntries += building.length;
     building = [];
-    buildingLines = [];
     buildingBytes = 0;
   };
 
@@ -235,6 +241,7 @@ export const createNatsSink: SinkFactory = (plugin, ctx): Sink => {
     onFull: cfg.on_full,
     settles: true,
     carriesIds: true,
+    sendsWire: true,
     linkUp: () => link.up,
     open() {
       if (ctx.checkOnly) return Promise.resolve();
@@ -244,14 +251,14 @@ export const createNatsSink: SinkFactory = (plugin, ctx): Sink => {
       return Promise.resolve();
     },
     write(batch) {
-      const now = Date.now();
-      for (const item of batch) {
-        const line = encodeEntry(item.entry, now, ctx.pipeline, encodeOut);
+      // the chain lines, written straight into bytes (shared with the pipeline's chain sinks)
+      const items = wireItems(batch);
+      encodeWire(items, 0, items.length, Date.now(), ctx.pipeline);
+      for (const item of items) {
         // a line that would take the batch past its byte cap starts the next one
-        const bytes = Buffer.byteLength(line) + 1;
+        const bytes = item.wireEnd - item.wireAt;
         if (building.length > 0 && buildingBytes + bytes > cfg.max_batch_bytes) closeBatch();
         building.push(item);
-        buildingLines.push(line);
         buildingBytes += bytes;
         if (building.length >= cfg.max_batch_count || buildingBytes >= cfg.max_batch_bytes) closeBatch();
       }

@@ -103,7 +103,9 @@ export const createNatsSource: SourceFactory = (plugin, ctx): Source => {
 
   /** A message's entries go into one emitted batch: it is acknowledged once they are all done. */
   const onMessage = (m: JsMsg) => {
-    const text = m.string();
+    // Node's own UTF-8 decoder, on the payload's bytes as they are: TextDecoder (m.string()) took
+    // twice as long
+    const text = Buffer.from(m.data.buffer, m.data.byteOffset, m.data.byteLength).toString('utf8');
     const now = Date.now();
     let taken = 0;
     let at = 0;
