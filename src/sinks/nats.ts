@@ -50,7 +50,7 @@ export const NATS_SINK: PluginSpec = {
     max_pending: { t: 'number', def: 1024, int: true, min: 1, unit: 'batches', doc: 'batches published and waiting for their acknowledgement at most' },
     max_batch_count: { t: 'number', def: 500, int: true, min: 1, unit: 'entries', doc: 'entries in one message at most' },
     max_batch_bytes: { t: 'number', def: 1048576, int: true, min: 1, doc: 'NDJSON bytes in one message at most (an entry larger than this goes alone)' },
-    flush_interval_ms: { t: 'number', def: 50, int: true, min: 1, doc: 'a batch that is not full is published this long after its first entry arrived' },
+    flush_interval_ms: { t: 'number', def: 50, int: true, min: 1, doc: 'a batch that is not full is published at most this long after its first entry arrived (at once while no batch awaits its acknowledgement)' },
     request_timeout_ms: { t: 'number', def: 5000, int: true, min: 1, doc: 'a batch not acknowledged within this is published again' },
     backoff_min_ms: { t: 'number', def: 250, int: true, min: 1, doc: 'first retry delay; doubles per failure' },
     backoff_max_ms: { t: 'number', def: 30000, int: true, min: 1, doc: 'longest retry delay' },
@@ -183,6 +183,8 @@ export const createNatsSink: SinkFactory = (plugin, ctx): Sink => {
       failureLogged = false;
       retryBackoff.reset();
       for (const item of pub.items) settle(item.ticket);
+      // the link is idle: what fills the next batch goes now, not flush_interval_ms after it began
+      if (inflight.size === 0 && queued.length === 0 && retries.length === 0) closeBatch();
     } else {
       retryLater(t, pub);
       const code = msg.headers?.code ?? 0;
@@ -262,6 +264,9 @@ export const createNatsSink: SinkFactory = (plugin, ctx): Sink => {
         buildingBytes += bytes;
         if (building.length >= cfg.max_batch_count || buildingBytes >= cfg.max_batch_bytes) closeBatch();
       }
+      // an idle link publishes at once (as http_chain does); while batches await their
+      // acknowledgement, the next one fills until its count, bytes or flush_interval_ms
+      if (building.length > 0 && inflight.size === 0 && queued.length === 0 && retries.length === 0 && link.up) closeBatch();
       if (building.length > 0 && flushTimer === undefined && !ctx.checkOnly) {
         flushTimer = setTimeout(() => {
           flushTimer = undefined;
