@@ -445,10 +445,11 @@ export class DiskBuffer {
     if (!fh) return;
     const closeFh = () => fh.close().catch(() => undefined);
     // the writer thread writes to the descriptor's number: closed (and the number given to
-    // another file) only once a commit past the deadline is over
-    if (this.committing) void this.commitDone?.then(closeFh, closeFh);
-    // records written ahead and never committed: written (or not) before the number is let go
-    else if (this.aheadCount > 0) await writerBarrier(fh.fd).then(closeFh, closeFh);
+    // another file) only once a commit past the deadline is over, and once what was written
+    // ahead (queued behind that commit, or never committed) is written or not
+    const barrier = () => writerBarrier(fh.fd).then(closeFh, closeFh);
+    if (this.committing) void this.commitDone?.then(barrier, barrier);
+    else if (this.aheadCount > 0) await barrier();
     else await closeFh();
   }
 }
