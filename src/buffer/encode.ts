@@ -105,7 +105,7 @@ type Writer = Buffer & { latin1Write(text: string, offset: number): number; utf8
 const bytesOf = (s: string): Buffer => Buffer.from(s, 'utf8');
 const QUOTE = 34;
 const CLOSE = 125;
-/** `",` + `"id":"`: a plain message's end and a stamped id's key */
+/** `,"id":"`: the key of an id the buffer did not stamp (its text follows from its own opening quote on) */
 const ID_KEY = bytesOf(',"id":"');
 const FIELDS_KEY = ',"fields":';
 /**
