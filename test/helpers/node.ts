@@ -303,7 +303,8 @@ export function tempDir(prefix = 'logrelay-test-'): TempDir {
       return p;
     },
     remove() {
-      rmSync(path, { recursive: true, force: true });
+      // a node killed just before may still be writing its last file in here for a moment
+      rmSync(path, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 });
     },
   };
 }

@@ -24,7 +24,11 @@ const between = (lo: number, hi: number) => lo + Math.floor(Math.random() * (hi 
 
 test.serial('http_chain into a disk buffer: 12 SIGKILLs of worker and node, then every entry answered 204 arrives exactly once', async (t) => {
   const dir = tempDir();
-  t.teardown(() => dir.remove());
+  // the nodes go first (with their workers, which write checkpoints and segments), then the directory
+  t.teardown(async () => {
+    await Promise.all(running.splice(0).map((n) => killWithWorkers(n)));
+    dir.remove();
+  });
   const start = nodeStarter(dir, running);
   const [port, collectorPort] = [await freePort(), await freePort()];
   const relay = relayToml({ dataDir: join(dir.path, 'data'), source: 'http_chain', port, sinkPort: collectorPort, buffer: 'segment_size_mb = 0.05\nmax_size_mb = 64' });
@@ -113,7 +117,11 @@ test.serial('http_chain into a disk buffer: 12 SIGKILLs of worker and node, then
 
 test.serial('syslog over tcp into a disk buffer: messages sent, a worker SIGKILL, all delivered once after', async (t) => {
   const dir = tempDir();
-  t.teardown(() => dir.remove());
+  // the nodes go first (with their workers, which write checkpoints and segments), then the directory
+  t.teardown(async () => {
+    await Promise.all(running.splice(0).map((n) => killWithWorkers(n)));
+    dir.remove();
+  });
   const start = nodeStarter(dir, running);
   const [port, collectorPort] = [await freePort(), await freePort()];
   const relay = relayToml({ dataDir: join(dir.path, 'data'), source: 'syslog', port, sinkPort: collectorPort, sourceConfig: 'mode = "tcp"', buffer: 'segment_size_mb = 0.05' });
@@ -149,7 +157,11 @@ test.serial('syslog over tcp into a disk buffer: messages sent, a worker SIGKILL
 
 test.serial('tcp_chain into a disk buffer: the sender is acknowledged once entries are durable, with the collector down', async (t) => {
   const dir = tempDir();
-  t.teardown(() => dir.remove());
+  // the nodes go first (with their workers, which write checkpoints and segments), then the directory
+  t.teardown(async () => {
+    await Promise.all(running.splice(0).map((n) => killWithWorkers(n)));
+    dir.remove();
+  });
   const start = nodeStarter(dir, running);
   const [port, collectorPort] = [await freePort(), await freePort()];
   const relay = start('relay', relayToml({ dataDir: join(dir.path, 'data'), source: 'tcp_chain', port, sinkPort: collectorPort }), ['--logging.level=debug']);
