@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { segmentSeq } from '../../src/buffer/record.js';
 import { adminRequest } from '../helpers/admin.js';
 import { collectorToml, idLine, postLines, printedCounts, relayToml } from '../helpers/buffer-node.js';
-import { childPids, freePort, nodeStarter, type RunningNode, sleep, spawnNode, tempDir, waitFor, waitReady } from '../helpers/node.js';
+import { childPids, freePort, killWithWorkers, nodeStarter, type RunningNode, sleep, spawnNode, tempDir, waitFor, waitReady } from '../helpers/node.js';
 import { latestCounter, latestStatus } from '../helpers/status.js';
 
 const running: RunningNode[] = [];
@@ -44,7 +44,11 @@ async function postAll(port: number, prefix: string, from: number, count: number
 
 test.serial('collector down: the relay answers 204 to a backlog, drains it when the collector returns, and deletes the segments', async (t) => {
   const dir = tempDir();
-  t.teardown(() => dir.remove());
+  // the nodes go first (with their workers, which write checkpoints and segments), then the directory
+  t.teardown(async () => {
+    await Promise.all(running.splice(0).map((n) => killWithWorkers(n)));
+    dir.remove();
+  });
   const start = nodeStarter(dir, running);
   const [port, collectorPort] = [await freePort(), await freePort()];
   const dataDir = join(dir.path, 'data');
@@ -76,7 +80,11 @@ test.serial('collector down: the relay answers 204 to a backlog, drains it when 
 
 test.serial('max_size_mb reached, when_full = "block": http 503 with Retry-After, tcp stops reading; both recover when the backlog drains', async (t) => {
   const dir = tempDir();
-  t.teardown(() => dir.remove());
+  // the nodes go first (with their workers, which write checkpoints and segments), then the directory
+  t.teardown(async () => {
+    await Promise.all(running.splice(0).map((n) => killWithWorkers(n)));
+    dir.remove();
+  });
   const start = nodeStarter(dir, running);
   const [port, tcpPort, collectorPort] = [await freePort(), await freePort(), await freePort()];
   const buffer = 'segment_size_mb = 0.05\nmax_size_mb = 0.1';
@@ -138,7 +146,11 @@ const statusCount = (node: RunningNode) => node.records.filter((r) => r.msg === 
 
 test.serial('when_full = "drop_newest" counts drops and recovers; a udp source counts buffer_full drops', async (t) => {
   const dir = tempDir();
-  t.teardown(() => dir.remove());
+  // the nodes go first (with their workers, which write checkpoints and segments), then the directory
+  t.teardown(async () => {
+    await Promise.all(running.splice(0).map((n) => killWithWorkers(n)));
+    dir.remove();
+  });
   const start = nodeStarter(dir, running);
   const [port, udpPort, collectorPort, adminPort] = [await freePort(), await freePort(), await freePort(), await freePort()];
   const relay = start(
@@ -212,7 +224,8 @@ test.serial(`a disk that fails (${canMount ? 'a small tmpfs fills up' : 'a file 
   const dataDir = join(dir.path, 'data');
   const mount = join(dataDir, 'buffers');
   if (canMount) t.true(mountTmpfs(mount, 512));
-  t.teardown(() => {
+  t.teardown(async () => {
+    await Promise.all(running.splice(0).map((n) => killWithWorkers(n)));
     if (canMount) spawnSync('umount', ['-l', mount]);
     dir.remove();
   });
