@@ -31,15 +31,11 @@ export function bytesRead(pid: number): number {
 
 /** CPU time (user + system) the process has used so far, ms (`/proc/<pid>/stat`, clock ticks of 10 ms). */
 export function cpuMs(pid: number): number {
-  try {
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-    return (Number(fields[11]) + Number(fields[12])) * 10;
-  } catch {
-    return 0;
-  }
+  const [user, system] = cpuSplitMs(pid);
+  return user + system;
 }
 
-/** CPU time the process has used so far in user mode and in the kernel, ms (`/proc/<pid>/stat`). */
+/** CPU time the process has used so far in user mode and in the kernel, ms (`/proc/<pid>/stat`, clock ticks of 10 ms); 0 once gone. */
 export function cpuSplitMs(pid: number): [user: number, system: number] {
   try {
     const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');

@@ -2,11 +2,10 @@
 // fdatasync covers every record that arrived while the previous one ran), read back in order
 // through a window no larger than the pipeline's queues, its acknowledged sequence advancing as
 // the pipeline finishes entries, segments deleted once the checkpoint saved a sequence past them.
-// Recovery at open cuts a torn tail; a corrupt record met while reading skips the rest of its
-// segment. A failed write or sync marks the buffer failing (full) and is retried until it works.
+// Recovery at open (recover.ts) cuts a torn tail; a corrupt record met while reading skips the
+// rest of its segment. A failed write or sync marks the buffer failing (full) and is retried until it works.
 
-import { randomBytes } from 'node:crypto';
-import { mkdir, open, readdir, readFile, rename, stat, unlink, writeFile, type FileHandle } from 'node:fs/promises';
+import { open, unlink, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Entry } from '../core/entry.js';
 import { errorMessage } from '../core/errors.js';
@@ -16,7 +15,8 @@ import type { BufferCounters } from './counters.js';
 import { LineEncoder, RecordEncoder } from './encode.js';
 import { writeAhead, writeAndSync, writerBarrier } from './writer.js';
 import { type BufferEmit, BufferReader } from './reader.js';
-import { MIN_RECORD, scanSegment, type Segment, segmentName, segmentSeq } from './record.js';
+import { recoverDir, syncDir } from './recover.js';
+import { type Segment, segmentName } from './record.js';
 
 export { type BufferCounters, bufferCounters } from './counters.js';
 
@@ -36,7 +36,6 @@ export interface DiskBufferOptions {
   readonly cacheBytes?: number;
 }
 
-const META_FILE = 'meta.json';
 /**
  * Most record bytes waiting for the next commit while one is under way before the source stops
  * taking until it is over (default; see `behind`).
@@ -131,68 +130,16 @@ export class DiskBuffer {
   /** Recovers the directory and resumes after `ackedSeq` (the handed acknowledged sequence). */
   async open(ackedSeq: number): Promise<void> {
     const { dir, log, counters } = this.opts;
-    await mkdir(dir, { recursive: true });
-    this.prefix = idPrefix(this.opts.node, this.opts.pipeline, this.opts.source, await this.epoch());
+    const found = await recoverDir(dir, log, counters);
+    this.prefix = idPrefix(this.opts.node, this.opts.pipeline, this.opts.source, found.epoch);
     this.plainPrefix = LineEncoder.isPlain(this.prefix);
-    for (const name of (await readdir(dir)).sort()) {
-      const first = segmentSeq(name);
-      if (first === undefined) {
-        if (name !== META_FILE && name !== `${META_FILE}.tmp`) log.warn({ file: join(dir, name) }, 'Disk buffer stray file ignored');
-        continue;
-      }
-      this.segments.push({ firstSeq: first, name, size: (await stat(join(dir, name))).size });
-    }
-    this.segments.sort((a, b) => a.firstSeq - b.firstSeq);
-    let lastSeq = 0;
-    const last = this.segments.at(-1);
-    if (last) {
-      const path = join(dir, last.name);
-      const bytes = await readFile(path);
-      const scan = scanSegment(bytes);
-      lastSeq = scan.lastSeq ?? last.firstSeq - 1;
-      if (scan.after === 'torn') {
-        const cut = bytes.length - scan.validEnd;
-        const fh = await open(path, 'r+');
-        try {
-          await fh.truncate(scan.validEnd);
-          await fh.datasync();
-        } finally {
-          await fh.close();
-        }
-        last.size = scan.validEnd;
-        counters.buffer_truncated_bytes += cut;
-        log.warn({ segment: last.name, bytes: cut }, 'Disk buffer tail cut');
-      } else if (scan.after === 'corrupt') {
-        // the reader reports it when it gets there; sequences the skipped bytes may hold are never reused
-        lastSeq += Math.ceil((bytes.length - scan.validEnd) / MIN_RECORD);
-      }
-      if (last.size === 0) {
-        await unlink(path);
-        this.segments.pop();
-      }
-    }
+    this.segments.push(...found.segments);
     for (const s of this.segments) this.diskBytes += s.size;
-    this.nextSeq = Math.max(lastSeq, ackedSeq, (this.segments.at(-1)?.firstSeq ?? 1) - 1) + 1;
+    this.nextSeq = Math.max(found.lastSeq, ackedSeq, (this.segments.at(-1)?.firstSeq ?? 1) - 1) + 1;
     this.acked = ackedSeq;
     this.reader.resumeAfter(ackedSeq);
     this.opened = true;
     this.count();
-  }
-
-  /** The buffer's epoch: drawn when the directory is first used, part of every id stamped here. */
-  private async epoch(): Promise<string> {
-    const file = join(this.opts.dir, META_FILE);
-    try {
-      const meta = JSON.parse(await readFile(file, 'utf8')) as { epoch?: unknown };
-      if (typeof meta.epoch === 'string' && meta.epoch !== '') return meta.epoch;
-    } catch {
-      /* missing or unreadable: a new epoch (ids of a new epoch never equal older ones) */
-    }
-    const epoch = randomBytes(12).toString('hex');
-    await writeFile(`${file}.tmp`, JSON.stringify({ epoch }), { flush: true });
-    await rename(`${file}.tmp`, file);
-    await syncDir(this.opts.dir);
-    return epoch;
   }
 
   /**
@@ -451,14 +398,5 @@ export class DiskBuffer {
     if (this.committing) void this.commitDone?.then(barrier, barrier);
     else if (this.aheadCount > 0) await barrier();
     else await closeFh();
-  }
-}
-
-async function syncDir(dir: string): Promise<void> {
-  const dh = await open(dir, 'r');
-  try {
-    await dh.sync();
-  } finally {
-    await dh.close();
   }
 }

@@ -39,73 +39,22 @@ export function segmentSeq(name: string): number | undefined {
   return Number.isSafeInteger(n) ? n : undefined;
 }
 
-/** What joins the payloads of one buffer: as long as a header, which it makes room for. */
-const HEADER_ROOM = ' '.repeat(HEADER_BYTES);
-
 /**
- * Encodes payloads (JSON lines) as records with sequences `firstSeq`, `firstSeq + 1`, … into one
- * buffer, ready for one write. The payloads are joined into one string with a header's room
- * between them and written at once (a string and a write per record cost twice as much); when
- * every character is ASCII, each record's length is its payload's length.
+ * Encodes payloads (JSON lines) as sealed records with sequences `firstSeq`, `firstSeq + 1`, …
+ * into one buffer: the format at its plainest (the disk buffer writes its records with
+ * RecordEncoder, encode.ts).
  */
 export function encodeRecords(payloads: readonly string[], firstSeq: number): Buffer {
-  const buf = encodeUnsealed(payloads, firstSeq, (n) => Buffer.allocUnsafe(n));
-  sealRecords(buf);
-  return buf;
-}
-
-/**
- * Characters joined into one string at most: a longer one is a large-object allocation in V8
- * (over 128 KiB), which cost more than the join saves.
- */
-const JOIN_CHARS = 64 * 1024;
-
-function encodeUnsealed(payloads: readonly string[], firstSeq: number, alloc: (bytes: number) => Buffer): Buffer {
-  if (payloads.length === 0) return alloc(0);
-  let chars = 0;
-  for (let i = 0; i < payloads.length; i++) chars += payloads[i]!.length;
-  const joins: string[] = [];
-  for (let i = 0; i < payloads.length; ) {
-    let j = i + 1;
-    let n = payloads[i]!.length;
-    while (j < payloads.length && n + payloads[j]!.length + HEADER_BYTES <= JOIN_CHARS) n += HEADER_BYTES + payloads[j++]!.length;
-    const joined = j === i + 1 ? payloads[i]! : payloads.slice(i, j).join(HEADER_ROOM);
-    if (Buffer.byteLength(joined) !== joined.length) return encodeEach(payloads, firstSeq, alloc);
-    joins.push(joined);
-    i = j;
-  }
-  const buf = alloc(HEADER_BYTES * payloads.length + chars);
-  let at = 0;
-  for (const joined of joins) {
-    buf.write(joined, at + HEADER_BYTES, 'latin1');
-    at += HEADER_BYTES + joined.length;
-  }
-  at = 0;
-  for (let i = 0; i < payloads.length; i++) {
-    const n = payloads[i]!.length;
-    writeHeader(buf, at, n, firstSeq + i);
-    at += HEADER_BYTES + n;
-  }
-  return buf;
-}
-
-/** encodeUnsealed for payloads that are not all ASCII: a length and a write each. */
-function encodeEach(payloads: readonly string[], firstSeq: number, alloc: (bytes: number) => Buffer): Buffer {
   let total = 0;
-  const lengths = new Array<number>(payloads.length);
-  for (let i = 0; i < payloads.length; i++) {
-    const n = Buffer.byteLength(payloads[i]!);
-    lengths[i] = n;
-    total += HEADER_BYTES + n;
-  }
-  const buf = alloc(total);
+  for (const p of payloads) total += HEADER_BYTES + Buffer.byteLength(p);
+  const buf = Buffer.allocUnsafe(total);
   let at = 0;
   for (let i = 0; i < payloads.length; i++) {
-    const n = lengths[i]!;
-    buf.write(payloads[i]!, at + HEADER_BYTES, n, 'utf8');
+    const n = buf.write(payloads[i]!, at + HEADER_BYTES, 'utf8');
     writeHeader(buf, at, n, firstSeq + i);
     at += HEADER_BYTES + n;
   }
+  sealRecords(buf);
   return buf;
 }
 
