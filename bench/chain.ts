@@ -17,11 +17,11 @@
 import { mkdirSync, renameSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { chainSinkToml, chainSourceToml, tlsBlock } from '../test/helpers/chain.js';
-import { freePort, type RunningNode, sleep, spawnNode, tempDir, waitFor, waitReady } from '../test/helpers/node.js';
+import { freePort, type RunningNode, spawnNode, tempDir, waitFor, waitReady } from '../test/helpers/node.js';
 import { makePki, type Pki } from '../test/helpers/pki.js';
 import { latestStatus } from '../test/helpers/status.js';
 import { writeInput } from './input.js';
-import { bytesRead, childPids, cpuSplitMs, peakRss, threadCpuMs } from './proc.js';
+import { childPids, cpuSplitMs, peakRss, readEnd, threadCpuMs } from './proc.js';
 import { type ForwardResult, rsyslogForward } from './rsyslog.js';
 import { loadRange, markdownTable, pct, quietLoad, runIfMain } from './report.js';
 
@@ -123,25 +123,15 @@ async function throughput(s: Scenario, pki: Pki | undefined, dir: ReturnType<typ
   mkdirSync(watch);
   const { a, b } = await pair(s, pki, dir, 'null', watch);
   try {
-    // Workers report counters once a second, too coarse for a run of a few seconds: the end is
-    // when the receiving worker had read (`rchar`, polled every 2 ms) all but the last 64 KiB of
-    // what it read by the time its counters showed every entry taken by the null sink (which takes
-    // them within that read). The slack leaves out the primary's small IPC messages read later.
+    // the end: when the receiving worker had read what it took (readEnd)
     const worker = childPids(b.child.pid!)[0];
     if (worker === undefined) throw new Error(`${s.title}: the receiver has no worker`);
     const sender = childPids(a.child.pid!)[0] ?? 0;
     const cpu0 = [cpuSplitMs(sender), cpuSplitMs(worker)];
     const threads0 = [threadCpuMs(sender), threadCpuMs(worker)];
-    const samples: [number, number][] = [];
     const t0 = performance.now();
     renameSync(input, `${watch}/app.log`);
-    const deadline = Date.now() + THROUGHPUT_DEADLINE_MS;
-    while (processedAtB(b) < LINES) {
-      if (Date.now() > deadline) throw new Error(`${s.title}: ${processedAtB(b)} of ${LINES} entries at the receiver within ${THROUGHPUT_DEADLINE_MS} ms`);
-      samples.push([performance.now(), bytesRead(worker)]);
-      await sleep(2);
-    }
-    const read = bytesRead(worker);
+    const t1 = await readEnd(worker, () => processedAtB(b) >= LINES, () => `${s.title}: ${processedAtB(b)} of ${LINES} entries at the receiver`, THROUGHPUT_DEADLINE_MS);
     // the workers' CPU time over the run (all their threads), for where a run's time goes
     const used = (pid: number, before: [number, number]) => {
       const [u, k] = cpuSplitMs(pid);
@@ -154,7 +144,6 @@ async function throughput(s: Scenario, pki: Pki | undefined, dir: ReturnType<typ
         [...threadCpuMs(pid)].map(([name, ms]) => `${name} ${((ms - (before.get(name) ?? 0)) / 1000).toFixed(2)}`).join(', ');
       cpu += `; sender threads: ${byThread(sender, threads0[0]!)}; receiver threads: ${byThread(worker, threads0[1]!)}`;
     }
-    const t1 = samples.find(([, r]) => r >= read - 65536)?.[0] ?? performance.now();
     const eps = LINES / ((t1 - t0) / 1000);
     const rss = Math.max(0, ...childPids(b.child.pid!).map(peakRss));
     renameSync(`${watch}/app.log`, input);

@@ -61,3 +61,23 @@ export function threadCpuMs(pid: number): Map<string, number> {
   }
   return out;
 }
+
+/**
+ * The end of a run at a receiving worker: polls `finished()` every 2 ms (until `deadlineMs`,
+ * then throws with `progress()`), sampling the bytes `worker` has read (`rchar`); resolves with
+ * the first moment (performance.now()) it had read all but the last 64 KiB of what it read by
+ * the time `finished()` held. Workers report counters once a second, too coarse for a run of a
+ * few seconds; the entries of a read are taken within it, and the slack leaves out the small
+ * messages read later (the primary's IPC, a server's heartbeat).
+ */
+export async function readEnd(worker: number, finished: () => boolean, progress: () => string, deadlineMs: number): Promise<number> {
+  const samples: [number, number][] = [];
+  const deadline = Date.now() + deadlineMs;
+  while (!finished()) {
+    if (Date.now() > deadline) throw new Error(`timed out after ${deadlineMs} ms: ${progress()}`);
+    samples.push([performance.now(), bytesRead(worker)]);
+    await new Promise((r) => setTimeout(r, 2));
+  }
+  const read = bytesRead(worker);
+  return samples.find(([, r]) => r >= read - 65536)?.[0] ?? performance.now();
+}
