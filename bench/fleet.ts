@@ -12,7 +12,7 @@ import { runInNewContext } from 'node:vm';
 import { EventSource } from 'eventsource';
 import { type Fleet, startFleet } from '../test/helpers/fleet.js';
 import { sleep } from '../test/helpers/node.js';
-import { childPids, cpuMs } from './proc.js';
+import { childPids, cpuMs, peakRss } from './proc.js';
 import { plainHopRate } from './chain.js';
 import { pct, runIfMain } from './report.js';
 
@@ -267,8 +267,11 @@ export async function main(): Promise<void> {
       console.log(`fleet / hop: ${(median.eps / hop).toFixed(2)} × (medians; each run's pair: ${pairs} ×)`);
     }
     console.log(table(['run', 'lines', 'unique at collector', 'received by the collector (both relays)', 'requests', 'lines/request', 'unique lines/s', 'seconds'], runs.map((r) => r.row)));
-    console.log('\nCPU during the median backlog run (user + system; 200 % = both cores)');
-    console.log(table(['process', 'CPU s', 'share of the run'], median.cpu));
+    // peak RSS (VmHWM) of each process since it started: over every run so far, the warm-up included
+    const procs = fleetProcesses(fleet);
+    const rss = (name: string) => (procs.has(name) ? (peakRss(procs.get(name)!) / 1024 / 1024).toFixed(1) : '');
+    console.log('\nCPU during the median backlog run (user + system; 200 % = both cores); peak RSS of each process over the whole bench');
+    console.log(table(['process', 'CPU s', 'share of the run', 'peak RSS MiB'], median.cpu.map((row) => [...row, rss(row[0]!)])));
     if (BACKLOG_ONLY) return;
     const rows2: string[][] = [];
     for (const [count, everyMs, label] of [

@@ -16,6 +16,7 @@ import type { CheckpointState } from './checkpoint.js';
 import { awaitBuilt, buildFailure, PipelineBuildError, PipelineWorker } from './pipeline-worker.js';
 import { CrashRestarts } from './restarts.js';
 import type { ServiceLog } from './service-log.js';
+import { workerExecArgv } from './worker-flags.js';
 
 /** How the first generation's start ended: `invalid` exits 78, `unavailable` 69 (DESIGN.md §2). */
 export type StartResult = 'started' | 'invalid' | 'unavailable';
@@ -90,7 +91,7 @@ export class Supervisor {
     this.config = config;
     this.dataDir = config.data_dir;
     this.log = opts.log.logger;
-    cluster.setupPrimary({ exec: fileURLToPath(new URL('../worker/main.js', import.meta.url)), silent: false });
+    cluster.setupPrimary({ exec: fileURLToPath(new URL('../worker/main.js', import.meta.url)), execArgv: workerExecArgv(), silent: false });
   }
 
   get currentConfig(): Config {
