@@ -36,8 +36,15 @@ interface NatsSourceConfig extends NatsConfig {
  */
 const FETCH_ENTRIES_PER_BUFFER = 4;
 
-/** How long one fetch waits for messages on an idle stream (the client's minimum is 1 s). */
-const FETCH_EXPIRES_MS = 2000;
+/**
+ * How long one fetch waits for messages on an idle stream (the client's minimum is 1 s). The
+ * client ends a fetch that missed two idle heartbeats (expires / 2 each) and drops what the server
+ * sends it after that: such messages come again only after the consumer's ack wait (30 s). With
+ * 2 s, a three-server stream on two busy cores missed heartbeats a few times in ten runs of a
+ * million entries (ERROR `NATS pull failed, retrying`, "heartbeats missed"); 10 s leaves room for a
+ * server or an event loop seconds late, and a fetch still returns as soon as it has its messages.
+ */
+const FETCH_EXPIRES_MS = 10_000;
 
 export const NATS_SOURCE: PluginSpec = {
   doc: 'pulls entries from a JetStream durable consumer; each message is acknowledged once its entry is delivered by every sink',
