@@ -67,6 +67,8 @@ interface Result {
   readonly entriesPerSec: number;
   /** the receiving worker's peak RSS during the throughput run, bytes */
   readonly receiverRss: number;
+  /** the sending worker's peak RSS, bytes */
+  readonly senderRss: number;
   readonly p50: number;
   readonly p99: number;
   readonly max: number;
@@ -118,7 +120,7 @@ async function pair(s: Scenario, pki: Pki | undefined, dir: ReturnType<typeof te
   return { a, b };
 }
 
-async function throughput(s: Scenario, pki: Pki | undefined, dir: ReturnType<typeof tempDir>, input: string, n: number): Promise<{ eps: number; rss: number; cpu: string }> {
+async function throughput(s: Scenario, pki: Pki | undefined, dir: ReturnType<typeof tempDir>, input: string, n: number): Promise<{ eps: number; rss: number; senderRss: number; cpu: string }> {
   const watch = `${dir.path}/watch-${n}`;
   mkdirSync(watch);
   const { a, b } = await pair(s, pki, dir, 'null', watch);
@@ -146,8 +148,9 @@ async function throughput(s: Scenario, pki: Pki | undefined, dir: ReturnType<typ
     }
     const eps = LINES / ((t1 - t0) / 1000);
     const rss = Math.max(0, ...childPids(b.child.pid!).map(peakRss));
+    const senderRss = Math.max(0, ...childPids(a.child.pid!).map(peakRss));
     renameSync(`${watch}/app.log`, input);
-    return { eps, rss, cpu };
+    return { eps, rss, senderRss, cpu };
   } finally {
     await Promise.all([a.stop(10_000), b.stop(10_000)]);
   }
@@ -208,7 +211,7 @@ export async function plainHopRate(): Promise<number> {
 export async function main(): Promise<Result[]> {
   const dir = tempDir('logrelay-bench-chain-');
   const scenarios = SCENARIOS.filter((s) => ONLY === undefined || only(ONLY, s.title));
-  const runs = new Map<Scenario, { eps: number[]; rss: number }>(scenarios.map((s) => [s, { eps: [], rss: 0 }]));
+  const runs = new Map<Scenario, { eps: number[]; rss: number; senderRss: number }>(scenarios.map((s) => [s, { eps: [], rss: 0, senderRss: 0 }]));
   const anchorRuns: ForwardResult[] = [];
   const results: Result[] = [];
   /** the 1-minute load average before each timed run (BENCH_QUIET_LOAD waits for it to fall below) */
@@ -226,25 +229,26 @@ export async function main(): Promise<Result[]> {
       }
       for (const [n, s] of scenarios.entries()) {
         loads.push(await quietLoad());
-        const { eps, rss, cpu } = await throughput(s, pki, dir, input, run * 100 + n);
+        const { eps, rss, senderRss, cpu } = await throughput(s, pki, dir, input, run * 100 + n);
         const r = runs.get(s)!;
         r.eps.push(eps);
         r.rss = Math.max(r.rss, rss);
+        r.senderRss = Math.max(r.senderRss, senderRss);
         process.stderr.write(`run ${run + 1}: ${s.title} ${rate(eps)}/s (${cpu})\n`);
       }
     }
     for (const s of scenarios) {
       const d = LATENCY_ENTRIES > 0 ? await latency(s, pki, dir) : [];
       const r = runs.get(s)!;
-      results.push({ title: s.title, entriesPerSec: median(r.eps), receiverRss: r.rss, p50: pct(d, 50), p99: pct(d, 99), max: d[d.length - 1] ?? Number.NaN });
+      results.push({ title: s.title, entriesPerSec: median(r.eps), receiverRss: r.rss, senderRss: r.senderRss, p50: pct(d, 50), p99: pct(d, 99), max: d[d.length - 1] ?? Number.NaN });
     }
   } finally {
     dir.remove();
   }
-  const head = ['scenario (one hop, 127.0.0.1)', `entries/s (median of ${RUNS})`, 'runs', 'receiver peak RSS MiB', 'p50 ms', 'p99 ms', 'max ms'];
+  const head = ['scenario (one hop, 127.0.0.1)', `entries/s (median of ${RUNS})`, 'runs', 'sender peak RSS MiB', 'receiver peak RSS MiB', 'p50 ms', 'p99 ms', 'max ms'];
   const rows = results.map((r) => {
     const s = scenarios.find((x) => x.title === r.title)!;
-    return [r.title, rate(r.entriesPerSec), spread(runs.get(s)!.eps), (r.receiverRss / 1048576).toFixed(1), r.p50.toFixed(2), r.p99.toFixed(2), r.max.toFixed(2)];
+    return [r.title, rate(r.entriesPerSec), spread(runs.get(s)!.eps), (r.senderRss / 1048576).toFixed(1), (r.receiverRss / 1048576).toFixed(1), r.p50.toFixed(2), r.p99.toFixed(2), r.max.toFixed(2)];
   });
   console.log(`Chain links: ${LINES.toLocaleString('en-US')} entries of ${LINE_BYTES} bytes (file → chain sink → chain source → null, two nodes); latency at ${LATENCY_RATE} entries/s (stdin → chain sink → chain source → stdout)`);
   console.log(markdownTable(head, rows, true));
