@@ -31,7 +31,7 @@ import { freePort, type RunningNode, sleep, spawnNode, tempDir, type TempDir, wa
 import { latestStatus } from '../test/helpers/status.js';
 import { localPluginToml, sinkToml } from '../test/helpers/toml.js';
 import { childPids, peakRss } from './proc.js';
-import { markdownTable, runIfMain } from './report.js';
+import { markdownTable, medianRun, runIfMain } from './report.js';
 
 const LINES = Number(process.env.BENCH_LINES ?? 500_000);
 const BACKLOG = Number(process.env.BENCH_BACKLOG ?? 1_000_000);
@@ -221,7 +221,7 @@ export async function main(): Promise<Row[]> {
       const memory = await syslogScenario(dir, input, false);
       runs.push({ memory, disk: await syslogScenario(dir, input, true) });
     }
-    const median = (which: 'memory' | 'disk'): Row => runs.map((r) => r[which]).sort((a, b) => a.ms - b.ms)[(runs.length - 1) >> 1]!;
+    const median = (which: 'memory' | 'disk'): Row => medianRun(runs.map((r) => r[which]), (r) => r.ms);
     const rows: Row[] = [median('memory'), median('disk')];
     const ratio = rows[0]!.ms / rows[1]!.ms;
     const each = runs.map((r) => (r.memory.ms / r.disk.ms).toFixed(2)).join(', ');

@@ -23,7 +23,7 @@ import { latestStatus } from '../test/helpers/status.js';
 import { writeInput } from './input.js';
 import { childPids, cpuSplitMs, peakRss, readEnd, threadCpuMs } from './proc.js';
 import { type ForwardResult, rsyslogForward } from './rsyslog.js';
-import { loadRange, markdownTable, pct, quietLoad, runIfMain } from './report.js';
+import { loadRange, markdownTable, median, pct, quietLoad, rate, runIfMain, spread } from './report.js';
 
 const LINES = Number(process.env.BENCH_LINES ?? 1_000_000);
 const LINE_BYTES = 200;
@@ -188,9 +188,6 @@ async function latency(s: Scenario, pki: Pki | undefined, dir: ReturnType<typeof
   }
 }
 
-const median = (xs: readonly number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? Number.NaN;
-const rate = (n: number) => Math.round(n).toLocaleString('en-US');
-const spread = (xs: readonly number[]) => (xs.length > 1 ? `${rate(Math.min(...xs))}–${rate(Math.max(...xs))}` : '');
 
 /**
  * One plain tcp_chain hop (file → tcp_chain sink → tcp_chain source → null), timed as main() times

@@ -14,7 +14,7 @@ import { type Fleet, startFleet } from '../test/helpers/fleet.js';
 import { sleep } from '../test/helpers/node.js';
 import { childPids, cpuMs, peakRss } from './proc.js';
 import { plainHopRate } from './chain.js';
-import { pct, runIfMain } from './report.js';
+import { median, medianRun, pct, runIfMain } from './report.js';
 
 /** BENCH_BACKLOG_ONLY=1: only the backlog and its CPU table */
 const BACKLOG_ONLY = process.env.BENCH_BACKLOG_ONLY !== undefined;
@@ -258,20 +258,20 @@ export async function main(): Promise<void> {
       // the reference, between the fleet's runs (the fleet idles meanwhile): one plain tcp_chain hop
       if (WITH_HOP) hops.push(await plainHopRate());
     }
-    const median = [...runs].sort((a, b) => a.eps - b.eps)[Math.floor(runs.length / 2)]!;
-    console.log(`\nbacklog written at once at the edge (fanout any, dedup collector: every line exactly once); ${RUNS} runs, median ${Math.round(median.eps)} unique lines/s`);
+    const mid = medianRun(runs, (r) => r.eps);
+    console.log(`\nbacklog written at once at the edge (fanout any, dedup collector: every line exactly once); ${RUNS} runs, median ${Math.round(mid.eps)} unique lines/s`);
     if (WITH_HOP) {
-      const hop = [...hops].sort((a, b) => a - b)[Math.floor(hops.length / 2)]!;
+      const hop = median(hops);
       const pairs = runs.map((r, i) => (r.eps / hops[i]!).toFixed(2)).join(', ');
       console.log(`plain tcp_chain hop (bench/chain.js, 1,000,000 lines of 200 B, a run after each fleet run): median ${Math.round(hop)} lines/s (${hops.map((h) => Math.round(h)).join(', ')})`);
-      console.log(`fleet / hop: ${(median.eps / hop).toFixed(2)} × (medians; each run's pair: ${pairs} ×)`);
+      console.log(`fleet / hop: ${(mid.eps / hop).toFixed(2)} × (medians; each run's pair: ${pairs} ×)`);
     }
     console.log(table(['run', 'lines', 'unique at collector', 'received by the collector (both relays)', 'requests', 'lines/request', 'unique lines/s', 'seconds'], runs.map((r) => r.row)));
     // peak RSS (VmHWM) of each process since it started: over every run so far, the warm-up included
     const procs = fleetProcesses(fleet);
     const rss = (name: string) => (procs.has(name) ? (peakRss(procs.get(name)!) / 1024 / 1024).toFixed(1) : '');
     console.log('\nCPU during the median backlog run (user + system; 200 % = both cores); peak RSS of each process over the whole bench');
-    console.log(table(['process', 'CPU s', 'share of the run', 'peak RSS MiB'], median.cpu.map((row) => [...row, rss(row[0]!)])));
+    console.log(table(['process', 'CPU s', 'share of the run', 'peak RSS MiB'], mid.cpu.map((row) => [...row, rss(row[0]!)])));
     if (BACKLOG_ONLY) return;
     const rows2: string[][] = [];
     for (const [count, everyMs, label] of [

@@ -20,7 +20,7 @@ import { latestStatus } from '../test/helpers/status.js';
 import { fileSourceToml, sinkToml } from '../test/helpers/toml.js';
 import { writeInput } from './input.js';
 import { childPids, cpuMs, peakRss, readEnd } from './proc.js';
-import { markdownTable, runIfMain } from './report.js';
+import { markdownTable, median, medianRun, rate, runIfMain, spread } from './report.js';
 
 const LINES = Number(process.env.BENCH_LINES ?? 1_000_000);
 const RUNS = Math.max(1, Number(process.env.BENCH_RUNS ?? 3));
@@ -126,26 +126,24 @@ export async function main(): Promise<Result[]> {
         const result = await run(s, dir, input, r * SCENARIOS.length + i);
         round.push(result);
         const [cs, cr, cn] = result.cpu.map((ms) => (ms / 1000).toFixed(2));
-        process.stderr.write(`run ${r + 1} of ${RUNS}: ${s.title}: ${Math.round(result.entriesPerSec).toLocaleString('en-US')}/s; CPU s: sender ${cs}, receiver ${cr}${s.servers > 0 ? `, nats-server(s) ${cn}` : ''}\n`);
+        process.stderr.write(`run ${r + 1} of ${RUNS}: ${s.title}: ${rate(result.entriesPerSec)}/s; CPU s: sender ${cs}, receiver ${cr}${s.servers > 0 ? `, nats-server(s) ${cn}` : ''}\n`);
       }
       rounds.push(round);
     }
   } finally {
     dir.remove();
   }
-  const medianOf = (xs: number[]) => xs.sort((a, b) => a - b)[(xs.length - 1) >> 1]!;
-  const medians = scenarios.map((_, i) => rounds.map((round) => round[i]!).sort((a, b) => a.entriesPerSec - b.entriesPerSec)[(RUNS - 1) >> 1]!);
+  const medians = scenarios.map((_, i) => medianRun(rounds.map((round) => round[i]!), (r) => r.entriesPerSec));
   const ratios = scenarios.map((_, i) => rounds.map((round) => round[i]!.entriesPerSec / round[0]!.entriesPerSec));
   const head = ['scenario (127.0.0.1)', 'entries/s (median)', 'runs', '× the hop (median; each round)', 'CPU s: sender, receiver, server(s)', 'sender peak RSS MiB', 'receiver peak RSS MiB', 'nats-server peak RSS MiB (max of its servers)'];
   const mib = (b: number) => (b === 0 ? '–' : (b / MiB).toFixed(1));
-  const fmt = (eps: number) => Math.round(eps).toLocaleString('en-US');
   const rows = medians.map((m, i) => {
     const all = rounds.map((round) => round[i]!.entriesPerSec);
     return [
       m.title,
-      fmt(m.entriesPerSec),
-      `${fmt(Math.min(...all))}–${fmt(Math.max(...all))}`,
-      i === 0 ? '1' : `${medianOf([...ratios[i]!]).toFixed(2)} (${ratios[i]!.map((x) => x.toFixed(2)).join(', ')})`,
+      rate(m.entriesPerSec),
+      spread(all),
+      i === 0 ? '1' : `${median(ratios[i]!).toFixed(2)} (${ratios[i]!.map((x) => x.toFixed(2)).join(', ')})`,
       m.cpu.slice(0, m === medians[0] ? 2 : 3).map((ms) => (ms / 1000).toFixed(2)).join(', '),
       mib(m.senderRss),
       mib(m.receiverRss),

@@ -6,6 +6,18 @@ import { fileURLToPath } from 'node:url';
 /** The `p`-th percentile of ascending `sorted` (NaN when empty). */
 export const pct = (sorted: readonly number[], p: number): number => sorted[Math.min(sorted.length - 1, Math.floor((sorted.length * p) / 100))] ?? Number.NaN;
 
+/** The middle of `xs`, the upper one of two when their count is even (NaN when empty). */
+export const median = (xs: readonly number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? Number.NaN;
+
+/** The run whose `value` is the median of all (as `median` picks it). */
+export const medianRun = <T>(runs: readonly T[], value: (run: T) => number): T => [...runs].sort((a, b) => value(a) - value(b))[Math.floor(runs.length / 2)]!;
+
+/** A rate as the tables print it: a whole number with thousands separators. */
+export const rate = (n: number): string => Math.round(n).toLocaleString('en-US');
+
+/** The range of several runs' rates, `min–max` (empty for one run). */
+export const spread = (xs: readonly number[]): string => (xs.length > 1 ? `${rate(Math.min(...xs))}–${rate(Math.max(...xs))}` : '');
+
 const columnWidths = (head: readonly string[], rows: readonly (readonly string[])[]): number[] =>
   head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
 
