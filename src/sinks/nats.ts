@@ -93,6 +93,8 @@ export const createNatsSink: SinkFactory = (plugin, ctx): Sink => {
   /** entries not published yet: write() waits while a batch's worth of them waits */
   const unpublished = () => building.length + waitingEntries;
   const held = () => unpublished() + inflightEntries;
+  /** no batch out or waiting: what fills the next one goes at once */
+  const idle = () => inflight.size === 0 && queued.length === 0 && retries.length === 0;
   const room = new HeldWaiters(unpublished, cfg.max_batch_count);
   const drained = new HeldWaiters(held, 1);
   let token = 0;
@@ -184,7 +186,7 @@ export const createNatsSink: SinkFactory = (plugin, ctx): Sink => {
       retryBackoff.reset();
       for (const item of pub.items) settle(item.ticket);
       // the link is idle: what fills the next batch goes now, not flush_interval_ms after it began
-      if (inflight.size === 0 && queued.length === 0 && retries.length === 0) closeBatch();
+      if (idle()) closeBatch();
     } else {
       retryLater(t, pub);
       const code = msg.headers?.code ?? 0;
@@ -266,7 +268,7 @@ export const createNatsSink: SinkFactory = (plugin, ctx): Sink => {
       }
       // an idle link publishes at once (as http_chain does); while batches await their
       // acknowledgement, the next one fills until its count, bytes or flush_interval_ms
-      if (building.length > 0 && inflight.size === 0 && queued.length === 0 && retries.length === 0 && link.up) closeBatch();
+      if (building.length > 0 && idle() && link.up) closeBatch();
       if (building.length > 0 && flushTimer === undefined && !ctx.checkOnly) {
         flushTimer = setTimeout(() => {
           flushTimer = undefined;
