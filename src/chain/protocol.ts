@@ -305,28 +305,34 @@ export class LineSplitter {
       const nl = chunk.indexOf('\n');
       if (nl < 0) {
         this.rest += chunk;
-        return !(this.rest.length > this.maxBytes / 3 && Buffer.byteLength(this.rest) > this.maxBytes);
+        return !this.tooLong(this.rest);
       }
       let line = this.rest + chunk.slice(0, nl);
       this.rest = '';
       if (line.charCodeAt(line.length - 1) === 13) line = line.slice(0, -1);
-      if (line.length > this.maxBytes / 3 && Buffer.byteLength(line) > this.maxBytes) return false;
+      if (this.tooLong(line)) return false;
       onLine(line);
       start = nl + 1;
     }
     for (let nl = chunk.indexOf('\n', start); nl >= 0; nl = chunk.indexOf('\n', start)) {
       let end = nl;
       if (end > start && chunk.charCodeAt(end - 1) === 13) end--;
-      if (end - start > this.maxBytes / 3 && Buffer.byteLength(chunk.slice(start, end)) > this.maxBytes) return false;
-      onLine(chunk.slice(start, end));
+      const line = chunk.slice(start, end);
+      if (this.tooLong(line)) return false;
+      onLine(line);
       start = nl + 1;
     }
     if (start < chunk.length) {
       const text = chunk.slice(start);
-      if (text.length > this.maxBytes / 3 && Buffer.byteLength(text) > this.maxBytes) return false;
+      if (this.tooLong(text)) return false;
       this.rest = text;
     }
     return true;
+  }
+
+  /** Longer than maxBytes in UTF-8 (counted only when it may be: a unit takes at most 3 bytes). */
+  private tooLong(text: string): boolean {
+    return text.length > this.maxBytes / 3 && Buffer.byteLength(text) > this.maxBytes;
   }
 
   /** The end of the stream: what followed the last `\n`, if anything, is the last line (a trailing `\r` removed). */
