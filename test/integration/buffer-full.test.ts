@@ -276,7 +276,7 @@ test.serial(`a disk that fails (${canMount ? 'a small tmpfs fills up' : 'a file 
   await waitFor(async () => (await adminRequest(adminPort, '/readyz')).status === 200, '/readyz ready again', 30_000);
   t.truthy(pending, 'a request was held by the failing write');
   t.is((await pending!).status, 204, 'the request held during the failure is answered once its entries are durable');
-  t.true(relay.records.some((r) => r.msg === 'Disk buffer write recovered'));
+  await waitFor(() => relay.records.some((r) => r.msg === 'Disk buffer write recovered'), 'Disk buffer write recovered logged');
   const collector = start('collector', collectorToml(collectorPort));
   const want = taken.flatMap((from) => Array.from({ length: 100 }, (_, k) => `s ${String(from + k).padStart(6, '0')}`));
   const counts = await waitFor(() => {

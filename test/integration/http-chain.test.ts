@@ -119,7 +119,7 @@ ${chainSinkToml('busy', 'http_chain', busy.port, 'edge-h', `${senderSinkConfig}\
   }, 'dropped_batches on the 413 sink, batches_sent on the other');
   t.is(status['sinks.busy.dropped_batches'], 0);
   t.true(Number(status['sinks.busy.reconnects']) >= 3);
-  t.true(a.records.some((r) => r.level === 'error' && r.plugin === 'link' && r.msg === 'Chain batch rejected by peer, dropped' && r.status === 413));
+  await waitFor(() => a.records.some((r) => r.level === 'error' && r.plugin === 'link' && r.msg === 'Chain batch rejected by peer, dropped' && r.status === 413), 'ERROR Chain batch rejected by peer');
 });
 
 test.serial('a body that arrives in pieces is read line by line across them: a character split between two, CR LF, empty lines and a last line without a newline', async (t) => {

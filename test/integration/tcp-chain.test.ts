@@ -100,5 +100,5 @@ on_full = "block"
   // sent-but-unacknowledged entries stay bounded by buffer_size (plus one batch in flight)
   t.true(Number(status['sinks.link.unacked']) <= 500 + 1024);
   t.true(Number(status['sinks.link.reconnects']) >= 1);
-  t.true(a.records.some((r) => r.level === 'warn' && r.msg === 'Chain link cannot connect, retrying'));
+  await waitFor(() => a.records.some((r) => r.level === 'warn' && r.msg === 'Chain link cannot connect, retrying'), 'WARN Chain link cannot connect');
 });

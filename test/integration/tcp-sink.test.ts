@@ -68,7 +68,7 @@ test.serial('plain TCP clients receive each formatted line plus \\n; what they s
   t.true(common.length >= 10);
   await connected(node, 2);
   t.is(latestCounter(node, 'raw', 'sinks.lines.dropped_writes'), 0);
-  t.true(node.records.some((r) => r.msg === 'Session connected' && r.level === 'debug' && r.plugin === 'lines'));
+  await waitFor(() => node.records.some((r) => r.msg === 'Session connected' && r.level === 'debug' && r.plugin === 'lines'), 'DEBUG Session connected');
   a.socket.destroy();
   await connected(node, 1);
   await waitFor(() => node.records.some((r) => r.msg === 'Session disconnected' && r.level === 'debug'), 'disconnect logged at debug');

@@ -140,7 +140,7 @@ test.serial('http_chain source: allowed identity ok, intruder 403, other CA and 
   t.is(received().find((e) => e.message === 'http from edge-01')?.node, 'edge-01');
   t.is(await httpAttempt('intruder'), 403);
   await waitFor(() => counter(receiver, 'sources.http.auth_rejected') >= 1, 'auth_rejected on the http source');
-  t.true(receiver.records.some((r) => r.msg === 'Authorization rejected' && r.plugin === 'http' && r.identity === 'intruder' && r.level === 'warn'));
+  await waitFor(() => receiver.records.some((r) => r.msg === 'Authorization rejected' && r.plugin === 'http' && r.identity === 'intruder' && r.level === 'warn'), 'WARN Authorization rejected on the http source');
   t.is(typeof (await httpAttempt('stranger', other)), 'string');
   t.is(typeof (await httpAttempt(undefined)), 'string');
   await waitFor(() => counter(receiver, 'sources.http.tls_handshake_errors') >= 2, 'tls_handshake_errors on the http source');
