@@ -1,5 +1,6 @@
-// The disk buffer of one source (DESIGN.md §23): a log of segment files with group commit (one
-// fdatasync covers every record that arrived while the previous one ran), read back in order
+// The disk buffer of one source (DESIGN.md §23): a log of segment files with group commit (the
+// writer thread's: one fdatasync covers every record that arrived while the previous one ran; see
+// writer-thread.ts), read back in order
 // through a window no larger than the pipeline's queues, its acknowledged sequence advancing as
 // the pipeline finishes entries, segments deleted once the checkpoint saved a sequence past them.
 // Recovery at open (recover.ts) cuts a torn tail; a corrupt record met while reading skips the
@@ -13,7 +14,7 @@ import { idPrefix } from '../core/ids.js';
 import type { Logger } from '../core/log.js';
 import type { BufferCounters } from './counters.js';
 import { LineEncoder, RecordEncoder } from './encode.js';
-import { writeAhead, writeAndSync, writerBarrier } from './writer.js';
+import { pollWriter, startWriter, writeDurable, writerBarrier } from './writer.js';
 import { type BufferEmit, BufferReader } from './reader.js';
 import { recoverDir, syncDir } from './recover.js';
 import { type Segment, segmentName } from './record.js';
@@ -37,10 +38,25 @@ export interface DiskBufferOptions {
 }
 
 /**
- * Most record bytes waiting for the next commit while one is under way before the source stops
- * taking until it is over (default; see `behind`).
+ * Most record bytes waiting for their sync before the source stops taking until fewer wait
+ * (default; see `behind`).
  */
 const PENDING_MAX_BYTES = 512 * 1024;
+
+/** One append's records on their way to the disk. */
+interface Write {
+  readonly chunk: Buffer;
+  /** the entries, until handed to the reader (then only the bytes wait for the sync) */
+  entries: Entry[] | undefined;
+  readonly first: number;
+  readonly done: (() => void) | undefined;
+  /** where it goes in the segment being written, once handed to the writer */
+  at: number;
+  /** handed to the writer and not taken back (a failure takes every write not durable back) */
+  posted: boolean;
+  durable: boolean;
+}
+
 /** A failed write's ERROR is repeated at most this often while it keeps failing, ms. */
 const ERROR_LOG_INTERVAL_MS = 60_000;
 
@@ -53,24 +69,23 @@ export class DiskBuffer {
   /** the prefix needs no escaping in JSON: an id stamped here is written as it is */
   private plainPrefix = false;
   private readonly encoder = new RecordEncoder();
-  private pending: Buffer[] = [];
-  /** the entries of each pending chunk: handed to a reader that is caught up once synced */
-  private pendingEntries: Entry[][] = [];
+  /** appended, not handed to the writer yet (while a segment is opened, or failing) */
+  private pending: Write[] = [];
   private pendingBytes = 0;
-  private pendingFirstSeq = 0;
-  private waiters: (() => void)[] = [];
-  private committing = false;
+  /** handed to the writer, not yet durable, in order */
+  private posted: Write[] = [];
+  private postedBytes = 0;
+  /** where the next write goes in the segment being written (its `size` is the durable end) */
+  private writeEnd = 0;
+  /** a new segment is being opened */
+  private rolling = false;
   /**
-   * Where the commit under way ends in its segment, once that is known (after a roll): pending
-   * records are written ahead from there while it syncs, so the next commit is mostly its sync.
+   * The directory entry of the segment being written is not synced yet: what is written in it
+   * becomes durable only once it is (the sync runs beside the first writes, see roll).
    */
-  private commitEnd: number | undefined;
-  /** how many of `pending` (the first ones) were written ahead, their bytes, and by which writer */
-  private aheadCount = 0;
-  private aheadBytes = 0;
-  private aheadBy: number | undefined;
-  /** the commit under way */
-  private commitDone: Promise<unknown> | undefined;
+  private dirSyncing = false;
+  /** that sync failed: the retry does it again */
+  private dirUnsynced = false;
   private failing = false;
   private retrying = false;
   private lastErrorLog = 0;
@@ -109,18 +124,19 @@ export class DiskBuffer {
 
   /** Full (max_size_mb reached) or failing: the source stops taking. */
   get full(): boolean {
-    return this.failing || this.diskBytes + this.pendingBytes >= this.opts.maxBytes;
+    return this.failing || this.diskBytes + this.postedBytes + this.pendingBytes >= this.opts.maxBytes;
   }
 
   /**
-   * Records wait for the commit under way beyond PENDING_MAX_BYTES: a source whose senders wait
-   * on no acknowledgement stops taking until it is over (see withBuffer). What waits is bounded in memory, and each commit stays small enough that what it
-   * covers reaches the reader within a turn or two of the event loop (entries that live longer
-   * are promoted to the old generation: the garbage collector then costs more than the encoding).
-   * Never a drop: a source that cannot stop (udp) goes on appending.
+   * More than PENDING_MAX_BYTES of records wait for their sync: a source whose senders wait on no
+   * acknowledgement stops taking until fewer wait (see withBuffer). What waits is bounded in
+   * memory, and each sync stays small enough that what it covers reaches the reader within a turn
+   * or two of the event loop (entries that live longer are promoted to the old generation: the
+   * garbage collector then costs more than the encoding). Never a drop: a source that cannot stop
+   * (udp) goes on appending.
    */
   get behind(): boolean {
-    return this.committing && this.pendingBytes >= PENDING_MAX_BYTES;
+    return this.postedBytes + this.pendingBytes >= PENDING_MAX_BYTES;
   }
 
   get isFailing(): boolean {
@@ -138,150 +154,177 @@ export class DiskBuffer {
     this.nextSeq = Math.max(found.lastSeq, ackedSeq, (this.segments.at(-1)?.firstSeq ?? 1) - 1) + 1;
     this.acked = ackedSeq;
     this.reader.resumeAfter(ackedSeq);
+    // the thread's start takes tens of milliseconds: under way before the first records come
+    startWriter();
     this.opened = true;
+    this.post();
     this.count();
   }
 
   /**
    * Appends entries (an entry without an id gets one, from the sequence); `done` runs once the
-   * sync that covers them is over. Synchronous: the write happens in the next group commit.
+   * sync that covers them is over. Synchronous: the records go to the writer thread at once.
    */
   append(entries: Entry[], now: number, done?: () => void): void {
+    // what became durable while the source read on is known now, not after its burst of reads
+    pollWriter();
     const first = this.nextSeq;
-    const buf = this.encoder.records(entries, first, this.prefix, this.plainPrefix, now, this.opts.pipeline);
+    const chunk = this.encoder.records(entries, first, this.prefix, this.plainPrefix, now, this.opts.pipeline);
     this.nextSeq += entries.length;
-    if (this.pending.length === 0) this.pendingFirstSeq = first;
-    this.pending.push(buf);
-    this.pendingEntries.push(entries);
-    this.pendingBytes += buf.length;
-    if (done) this.waiters.push(done);
-    this.commit();
-    this.writeAhead();
+    this.pending.push({ chunk, entries, first, done, at: 0, posted: false, durable: false });
+    this.pendingBytes += chunk.length;
+    this.post();
     this.count();
   }
 
   /**
-   * While a commit syncs, the records that will be the next one are written where they go (its
-   * segment, after it) as they come: CRCs and the write are then done by the time that commit
-   * starts, and it is mostly its fdatasync. Only in order (every earlier pending chunk written
-   * ahead too), only where they fit in the segment, never while failing. A failed write ahead
-   * fails the commit that covers it, which goes the way of any failed commit.
+   * Hands pending records to the writer thread, each where it goes in the segment being written,
+   * and their entries to the reader: the pipeline may have them before their sync (what a sender
+   * is told waits for it; see README). Entries live no longer than the pipeline holds them:
+   * kept until their sync, many lived long enough for the garbage collector to promote them, and
+   * collecting them cost more than encoding them. A record that does not fit waits until
+   * everything before it is durable, then goes to a new segment.
    */
-  private writeAhead(): void {
-    const end = this.commitEnd;
-    const fh = this.writeFh;
-    if (end === undefined || !fh || this.failing) return;
-    while (this.aheadCount < this.pending.length) {
-      const chunk = this.pending[this.aheadCount]!;
-      const at = end + this.aheadBytes;
-      if (at + chunk.length > this.opts.segmentBytes) return;
-      const by = writeAhead(fh.fd, [chunk], at);
-      // written by two writers (the first died between): never trusted, the commit fails
-      this.aheadBy = this.aheadBy === undefined || this.aheadBy === by ? by : -1;
-      this.aheadCount++;
-      this.aheadBytes += chunk.length;
+  private post(): void {
+    if (!this.opened || this.rolling || (this.failing && !this.retrying)) return;
+    let n = 0;
+    for (; n < this.pending.length; n++) {
+      const w = this.pending[n]!;
+      const fh = this.writeFh;
+      if (!fh || !this.writeSeg || (this.writeEnd > 0 && this.writeEnd + w.chunk.length > this.opts.segmentBytes)) {
+        if (this.posted.length === 0) this.startRoll(w.first);
+        break;
+      }
+      w.at = this.writeEnd;
+      w.posted = true;
+      this.writeEnd += w.chunk.length;
+      this.pendingBytes -= w.chunk.length;
+      this.postedBytes += w.chunk.length;
+      this.posted.push(w);
+      writeDurable(fh.fd, [w.chunk], w.at, (err, synced) => this.written(w, err, synced));
+      // once only: a write taken back after a failure is written again where it was, and the
+      // reader is past it already
+      if (w.entries) {
+        this.reader.handOver(w.at, [w.chunk], [w.entries], w.first);
+        w.entries = undefined;
+      }
     }
+    if (n === 0) return;
+    this.pending = n === this.pending.length ? [] : this.pending.slice(n);
+    this.reader.pump();
   }
 
-  private commit(): void {
-    if (this.committing || !this.opened || this.pending.length === 0 || (this.failing && !this.retrying)) return;
-    this.committing = true;
-    let n = this.pending.length;
-    const ahead = this.aheadCount;
-    const aheadBytes = this.aheadBytes;
-    // records written ahead are in the segment being written: the commit stays in it, so when the
-    // rest would not fit, only those are committed now (the rest next, in a new segment)
-    if (ahead > 0 && ahead < n && this.writeSeg && this.writeSeg.size + this.pendingBytes > this.opts.segmentBytes) n = ahead;
-    const chunks = this.pending.slice(0, n);
-    const lists = this.pendingEntries.slice(0, n);
-    const waiters = n === this.pending.length ? this.waiters : [];
-    let bytes = 0;
-    for (const c of chunks) bytes += c.length;
-    const first = this.pendingFirstSeq;
-    this.pending = this.pending.slice(n);
-    this.pendingEntries = this.pendingEntries.slice(n);
-    if (waiters === this.waiters) this.waiters = [];
-    this.pendingBytes -= bytes;
-    let entries = 0;
-    for (const list of lists) entries += list.length;
-    this.pendingFirstSeq = first + entries;
-    this.aheadCount = this.aheadBytes = 0;
-    const aheadBy = this.aheadBy;
-    this.aheadBy = undefined;
-    const written = this.write(chunks, bytes, first, ahead > 0 ? { count: Math.min(ahead, n), bytes: aheadBytes, by: aheadBy! } : undefined);
-    this.commitDone = written;
-    written
-      .then(
-        (at) => {
-          this.opts.counters.buffer_syncs++;
-          if (this.failing) {
-            this.failing = this.retrying = false;
-            this.opts.counters.buffer_failing = 0;
-            this.opts.log.info({ dir: this.opts.dir }, 'Disk buffer write recovered');
-          }
-          for (const w of waiters) w();
-          this.reader.handOver(at, chunks, lists, first);
-          this.encoder.release(chunks);
-          this.reader.pump();
-        },
-        (err: unknown) => {
-          // kept, in order, for the next attempt: their senders were told nothing yet; whatever
-          // was written ahead is cut off by the retry and written again
-          this.pending = chunks.concat(this.pending);
-          this.pendingEntries = lists.concat(this.pendingEntries);
-          this.waiters = waiters.concat(this.waiters);
-          this.pendingBytes += bytes;
-          this.pendingFirstSeq = first;
-          this.aheadCount = this.aheadBytes = 0;
-          this.aheadBy = undefined;
-          this.fail(err);
-        },
-      )
-      .finally(() => {
-        this.committing = false;
-        this.commitEnd = undefined;
-        this.commit();
+  private startRoll(firstSeq: number): void {
+    this.rolling = true;
+    this.roll(firstSeq).then(
+      () => {
+        this.rolling = false;
+        this.post();
         this.count();
-      });
+      },
+      (err: unknown) => {
+        this.rolling = false;
+        this.fail(err);
+        this.count();
+      },
+    );
+  }
+
+  /** The writer's answer for `w`: durable ones are done in order; a failure takes back every write not durable. */
+  private written(w: Write, err: Error | undefined, synced: boolean): void {
+    if (!w.posted) return;
+    if (err) {
+      this.takeBack(err);
+      return;
+    }
+    w.durable = true;
+    if (synced) this.opts.counters.buffer_syncs++;
+    if (this.posted[0] === w) this.settle();
   }
 
   /**
-   * Writes and syncs; resolves where the chunks begin in the segment being written. `ahead`: the
-   * first of them were written ahead already (by that writer), right where they go.
+   * Kept, in order, for the next attempt: their senders were told nothing yet; whatever of them
+   * reached the file is cut off by the retry and written again, where it was.
    */
-  private async write(chunks: Uint8Array[], bytes: number, firstSeq: number, ahead?: { count: number; bytes: number; by: number }): Promise<number> {
-    if (!ahead && (!this.writeFh || !this.writeSeg || (this.writeSeg.size > 0 && this.writeSeg.size + bytes > this.opts.segmentBytes))) await this.roll(firstSeq);
-    const fh = this.writeFh!;
-    const seg = this.writeSeg!;
-    const at = seg.size;
-    this.commitEnd = at + bytes;
-    // the next commit's records may be written ahead from here on (see writeAhead)
-    this.writeAhead();
-    const rest = ahead ? chunks.slice(ahead.count) : chunks;
-    await writeAndSync(fh.fd, rest, at + (ahead?.bytes ?? 0), this.retrying, ahead?.by);
-    seg.size += bytes;
-    this.diskBytes += bytes;
-    return at;
+  private takeBack(err: unknown): void {
+    for (const p of this.posted) p.posted = false;
+    this.pending = this.posted.concat(this.pending);
+    this.pendingBytes += this.postedBytes;
+    this.posted = [];
+    this.postedBytes = 0;
+    this.fail(err);
+    this.count();
   }
 
-  /** Writing goes on in a new segment named by its first sequence; the directory entry is synced first. */
+  /** The durable writes at the head of `posted` are done: their senders are told, their memory let go. */
+  private settle(): void {
+    if (this.dirSyncing || !this.posted[0]?.durable) return;
+    if (this.failing) {
+      this.failing = this.retrying = false;
+      this.opts.counters.buffer_failing = 0;
+      this.opts.log.info({ dir: this.opts.dir }, 'Disk buffer write recovered');
+    }
+    const seg = this.writeSeg!;
+    let n = 0;
+    for (; n < this.posted.length && this.posted[n]!.durable; n++) {
+      const d = this.posted[n]!;
+      d.posted = false;
+      const bytes = d.chunk.length;
+      seg.size += bytes;
+      this.diskBytes += bytes;
+      this.postedBytes -= bytes;
+      d.done?.();
+      this.encoder.release([d.chunk]);
+    }
+    this.posted = n === this.posted.length ? [] : this.posted.slice(n);
+    // the reader may read the disk up to the new durable end
+    this.reader.pump();
+    // a write waiting for a new segment goes once this one's are all durable
+    if (this.posted.length === 0 && this.pending.length > 0) this.post();
+    this.count();
+  }
+
+  /**
+   * Writing goes on in a new segment named by its first sequence. Its directory entry is synced
+   * beside the first writes (not before them: that sync took tens of milliseconds at times), and
+   * nothing in it counts as durable until both are over.
+   */
   private async roll(firstSeq: number): Promise<void> {
     const name = segmentName(firstSeq);
     const fh = await open(join(this.opts.dir, name), 'w');
-    try {
-      await syncDir(this.opts.dir);
-    } catch (err) {
+    if (this.closed) {
       await fh.close();
-      throw err;
+      return;
     }
     const old = this.writeFh;
     this.writeFh = fh;
     this.writeSeg = { firstSeq, name, size: 0 };
+    this.writeEnd = 0;
     this.segments.push(this.writeSeg);
-    // what was written ahead on it is written (or not) before its number is let go
-    if (old) await writerBarrier(old.fd).catch(() => undefined);
-    await old?.close().catch(() => undefined);
+    this.syncEntry();
+    // whatever was sent for the old one is written (or not) before its number is let go
+    if (old) {
+      const closeOld = () => old.close().catch(() => undefined);
+      void writerBarrier(old.fd).then(closeOld, closeOld);
+    }
     this.prune();
+  }
+
+  /** Syncs the directory (the entry of the segment being written); a failure takes back what waits on it. */
+  private syncEntry(): void {
+    this.dirSyncing = true;
+    syncDir(this.opts.dir).then(
+      () => {
+        this.dirSyncing = false;
+        this.settle();
+      },
+      (err: unknown) => {
+        this.dirSyncing = false;
+        this.dirUnsynced = true;
+        if (this.posted.length > 0) this.takeBack(err);
+        else this.fail(err);
+      },
+    );
   }
 
   private fail(err: unknown): void {
@@ -301,18 +344,23 @@ export class DiskBuffer {
   private async retry(): Promise<void> {
     if (this.closed) return;
     try {
-      // what a failed write left after the durable end goes first (and what was written ahead,
-      // once the writer is past it)
+      // what a failed write left after the durable end goes first, once the writer is past it
       if (this.writeFh && this.writeSeg) {
         await writerBarrier(this.writeFh.fd);
         await this.writeFh.truncate(this.writeSeg.size);
+        this.writeEnd = this.writeSeg.size;
+        if (this.dirUnsynced) {
+          await syncDir(this.opts.dir);
+          this.dirUnsynced = false;
+        }
       }
     } catch (err) {
       this.fail(err);
       return;
     }
     this.retrying = true;
-    this.commit();
+    this.post();
+    this.count();
   }
 
   /** Keeps counters, `full` and `behind` up to date; tells `onState` when either changed. */
@@ -347,7 +395,7 @@ export class DiskBuffer {
     // The segment being written, wholly saved as acknowledged, goes too (the next write starts a
     // new one): one large commit may fill a buffer alone, and a full buffer takes nothing more.
     const w = this.writeSeg;
-    if (w && this.segments.length === 1 && this.segments[0] === w && !this.committing && this.pending.length === 0 && !this.reader.busy && this.savedSeq >= this.nextSeq - 1) {
+    if (w && this.segments.length === 1 && this.segments[0] === w && !this.rolling && this.posted.length === 0 && this.pending.length === 0 && !this.reader.busy && this.savedSeq >= this.nextSeq - 1) {
       this.writeSeg = undefined;
       const fh = this.writeFh;
       this.writeFh = undefined;
@@ -382,9 +430,9 @@ export class DiskBuffer {
     return this.reader.inFlight;
   }
 
-  /** Stops reading and writing once the commit under way (if any) is over, by `deadline`; idempotent. */
+  /** Stops reading and writing once what was handed to the writer is durable (or failed), by `deadline`; idempotent. */
   async close(deadline: number): Promise<void> {
-    while ((this.committing || (this.pending.length > 0 && !this.failing)) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+    while ((this.rolling || this.posted.length > 0 || (this.pending.length > 0 && !this.failing)) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
     this.closed = true;
     await this.reader.close();
     const fh = this.writeFh;
@@ -392,11 +440,8 @@ export class DiskBuffer {
     if (!fh) return;
     const closeFh = () => fh.close().catch(() => undefined);
     // the writer thread writes to the descriptor's number: closed (and the number given to
-    // another file) only once a commit past the deadline is over, and once what was written
-    // ahead (queued behind that commit, or never committed) is written or not
-    const barrier = () => writerBarrier(fh.fd).then(closeFh, closeFh);
-    if (this.committing) void this.commitDone?.then(barrier, barrier);
-    else if (this.aheadCount > 0) await barrier();
+    // another file) only once it handled everything sent for it, even past the deadline
+    if (this.posted.length > 0) void writerBarrier(fh.fd).then(closeFh, closeFh);
     else await closeFh();
   }
 }

@@ -1,5 +1,5 @@
-// What a disk buffer's directory holds when it opens (DESIGN.md §23): its epoch (drawn when the
-// directory is first used, part of every id stamped there), its segments in order, and the last
+// What a disk buffer's directory holds when it opens (DESIGN.md §23): its epoch (drawn anew at
+// every opening, part of every id stamped until the next), its segments in order, and the last
 // sequence written. A torn tail of the last segment (a crash mid-write) is cut off and counted; a
 // corrupt record with whole bytes after it is left for the reader, which reports it when it gets
 // there. Stray files are logged and ignored.
@@ -66,15 +66,15 @@ export async function recoverDir(dir: string, log: Logger, counters: BufferCount
   return { epoch, segments, lastSeq };
 }
 
-/** The directory's epoch, from its meta.json; a new one (written and synced) when there is none. */
+/**
+ * A new epoch for this opening, written (and synced) to meta.json. Drawn at every opening, not
+ * once per directory: the pipeline may have had records that a crash then caught before their
+ * sync (see DiskBuffer.post), and their sequences are written again after the restart. Their
+ * ids, stamped from the epoch, must not come back on other entries: a dedup collector would drop
+ * those. A record read again keeps the id written in it.
+ */
 async function epochOf(dir: string): Promise<string> {
   const file = join(dir, META_FILE);
-  try {
-    const meta = JSON.parse(await readFile(file, 'utf8')) as { epoch?: unknown };
-    if (typeof meta.epoch === 'string' && meta.epoch !== '') return meta.epoch;
-  } catch {
-    /* missing or unreadable: a new epoch (ids of a new epoch never equal older ones) */
-  }
   const epoch = randomBytes(12).toString('hex');
   await writeFile(`${file}.tmp`, JSON.stringify({ epoch }), { flush: true });
   await rename(`${file}.tmp`, file);

@@ -4,12 +4,12 @@
 // CRC-32 of every record, the write and the fdatasync cost the event loop nothing but a message.
 // A thread that dies fails what it had (the buffer retries) and is started again on the next write.
 
-import { Worker } from 'node:worker_threads';
+import { MessageChannel, type MessagePort, receiveMessageOnPort, Worker } from 'node:worker_threads';
 import type { WriteAnswer, WriterMessage } from './writer-thread.js';
 
 let thread: Worker | undefined;
-/** how many threads were started: records written ahead by one are unknown to the next */
-let generation = 0;
+/** where the thread's answers come (a port of its own: pollWriter reads it between turns) */
+let answers: MessagePort | undefined;
 let nextId = 1;
 /**
  * The shared memory the thread was given, by its number there. A request names its chunks by
@@ -22,29 +22,73 @@ let nextShared = 1;
 const collected = new FinalizationRegistry<{ readonly thread: Worker; readonly n: number }>(({ thread: w, n }) => {
   if (w === thread) w.postMessage({ forget: n } satisfies WriterMessage);
 });
-const waiting = new Map<number, { resolve: () => void; reject: (err: Error) => void }>();
+/** Called once a write is durable (`synced`: it ended its fdatasync) or failed. */
+export type WriteDone = (err: Error | undefined, synced: boolean) => void;
+const waiting = new Map<number, WriteDone>();
+
+function answered(a: WriteAnswer): void {
+  // a descriptor's durable writes come before its failures (see writer-thread.ts)
+  let s = 0;
+  for (const id of a.done) {
+    const cb = waiting.get(id);
+    waiting.delete(id);
+    const synced = a.syncs[s] === id;
+    if (synced) s++;
+    cb?.(undefined, synced);
+  }
+  for (const f of a.failed) {
+    const cb = waiting.get(f.id);
+    waiting.delete(f.id);
+    cb?.(Object.assign(new Error(f.error), { code: f.code }), false);
+  }
+  if (waiting.size === 0) unref();
+}
+
+function unref(): void {
+  thread?.unref();
+  answers?.unref();
+}
+
+/**
+ * Takes the answers the writer thread has sent, now, without waiting for the event loop's turn:
+ * a source reading a burst calls it between reads, so what became durable is known (and
+ * acknowledged) while the burst goes on.
+ */
+export function pollWriter(): void {
+  const port = answers;
+  if (!port || waiting.size === 0) return;
+  for (let m = receiveMessageOnPort(port); m; m = receiveMessageOnPort(port)) answered(m.message as WriteAnswer);
+}
 
 function start(): Worker {
-  generation++;
-  const w = new Worker(new URL('./writer-thread.js', import.meta.url));
-  w.on('message', (a: WriteAnswer) => {
-    const p = waiting.get(a.id);
-    if (!p) return;
-    waiting.delete(a.id);
-    if (waiting.size === 0) w.unref();
-    if (a.error === undefined) p.resolve();
-    else p.reject(Object.assign(new Error(a.error), { code: a.code }));
-  });
+  const { port1, port2 } = new MessageChannel();
+  const w = new Worker(new URL('./writer-thread.js', import.meta.url), { workerData: { answers: port2 }, transferList: [port2] });
+  port1.on('message', answered);
+  answers = port1;
   shared = new WeakMap();
+  // 'error' and then 'exit': the first fails what the thread had (a thread started since is not this one's)
   const gone = (err: Error) => {
-    if (thread === w) thread = undefined;
-    for (const p of waiting.values()) p.reject(err);
+    if (thread !== w) return;
+    thread = undefined;
+    port1.close();
+    answers = undefined;
+    const cbs = [...waiting.values()];
     waiting.clear();
+    for (const cb of cbs) cb(err, false);
   };
   w.on('error', gone);
   w.on('exit', (code) => gone(new Error(`disk buffer writer thread exited (${code})`)));
   w.unref();
+  port1.unref();
   return w;
+}
+
+/**
+ * Starts the thread now (a buffer that opens will write): its start takes tens of milliseconds,
+ * which the first records would otherwise wait for.
+ */
+export function startWriter(): void {
+  thread ??= start();
 }
 
 /** The three numbers of each chunk (see WriterMessage), its shared memory given to `w` first if new to it. */
@@ -67,47 +111,35 @@ function partsOf(w: Worker, chunks: readonly Uint8Array[]): number[] {
   return parts;
 }
 
-function request(message: (id: number) => WriterMessage): Promise<void> {
+function request(message: (id: number) => WriterMessage, done: WriteDone): void {
   const w = (thread ??= start());
   const id = nextId++;
   // a write under way keeps the process alive, an idle thread never does
-  if (waiting.size === 0) w.ref();
-  return new Promise<void>((resolve, reject) => {
-    waiting.set(id, { resolve, reject });
-    w.postMessage(message(id));
-  });
+  if (waiting.size === 0) {
+    w.ref();
+    answers?.ref();
+  }
+  waiting.set(id, done);
+  w.postMessage(message(id));
 }
 
 /**
- * Seals `chunks` (records in shared memory, from RecordEncoder), writes them at `at` in `fd` ahead
- * of their commit, unanswered; returns the writer's generation, which the commit names. `fd` stays
- * open until a commit or a barrier after it is over.
+ * Seals `chunks` (records in shared memory, from RecordEncoder) and writes them at `at` in `fd`;
+ * `done` runs once the fdatasync that covers them is over (or they failed). Writes are done in
+ * the order asked, grouped under one sync (see writer-thread.ts). After a failure on `fd`, every
+ * later write on it fails too until a barrier naming it. `fd` stays open until `done` ran.
  */
-export function writeAhead(fd: number, chunks: readonly Uint8Array[], at: number): number {
+export function writeDurable(fd: number, chunks: readonly Uint8Array[], at: number, done: WriteDone): void {
   const w = (thread ??= start());
-  w.postMessage({ ahead: true, fd, at, parts: partsOf(w, chunks) } satisfies WriterMessage);
-  return generation;
-}
-
-/**
- * Seals `chunks`, writes them at `at` in `fd` and syncs it, with what was written ahead on it
- * since the last commit; resolves once durable. `aheadBy`: the generation records were written
- * ahead by (a thread started since never wrote them: the commit fails, and the retry writes all).
- * `reset`: a retry after a failure (what was written since was cut off). `fd` stays open until then.
- */
-export function writeAndSync(fd: number, chunks: readonly Uint8Array[], at: number, reset = false, aheadBy?: number): Promise<void> {
-  thread ??= start();
-  if (aheadBy !== undefined && aheadBy !== generation) return Promise.reject(Object.assign(new Error('disk buffer writer thread restarted before a commit'), { code: 'EIO' }));
-  const w = thread;
   const parts = partsOf(w, chunks);
-  return request((id) => ({ id, fd, at, parts, reset }));
+  request((id) => ({ id, fd, at, parts }), done);
 }
 
 /**
  * Resolves once the writer handled everything sent before: `fd` may then be cut or closed (nothing
- * written ahead on it lands later), and a failure written ahead on it is forgotten.
+ * sent before lands later), and a failure on it is forgotten.
  */
 export function writerBarrier(fd?: number): Promise<void> {
   if (!thread) return Promise.resolve();
-  return request((id) => ({ id, barrier: true, fd }));
+  return new Promise<void>((resolve, reject) => request((id) => ({ id, barrier: true, fd }), (err) => (err ? reject(err) : resolve())));
 }

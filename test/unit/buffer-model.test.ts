@@ -213,3 +213,30 @@ test('an append is acknowledged only once its records are in the segment file, a
   }
   await h.buffer.close(Date.now() + 1000);
 });
+
+test('entries reach the reader before their sync; an id stamped before a crash never comes back on another entry', async (t) => {
+  const dir = tempBufferDir();
+  let h = bufferOn(dir, 1 << 20);
+  await h.buffer.open(0);
+  collect(h, 100);
+  const before = [entry('first a'), entry('first b')];
+  let synced = false;
+  h.buffer.append(before, Date.now(), () => (synced = true));
+  // handed on with the write, not after it: the pipeline may finish them before the sync
+  await until(() => h.emitted.length > 0, 'emitted');
+  t.deepEqual(h.emitted[0]!.entries.map((e) => e.message), ['first a', 'first b']);
+  await until(() => synced, 'synced');
+  await h.buffer.close(Date.now() + 1000);
+  // a crash that caught these records before their sync: they are gone from the disk, and
+  // nothing acknowledged their sequences either
+  for (const name of readdirSync(dir).filter((n) => segmentSeq(n) !== undefined)) truncateSync(join(dir, name), 0);
+  h = bufferOn(dir, 1 << 20);
+  await h.buffer.open(0);
+  collect(h, 100);
+  const after = [entry('second a'), entry('second b')];
+  h.buffer.append(after, Date.now());
+  await until(() => h.emitted.length > 0, 'emitted after the restart');
+  t.deepEqual(after.map((e) => seqOf(e.id!)), before.map((e) => seqOf(e.id!)), 'the sequences are written again');
+  for (const e of after) t.false(before.some((b) => b.id === e.id), `${e.id} was not stamped before`);
+  await h.buffer.close(Date.now() + 1000);
+});

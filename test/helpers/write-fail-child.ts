@@ -1,5 +1,5 @@
-// Child process of buffer-ahead-fail.test: a disk buffer on argv[2] appends bursts (records written
-// ahead of their commit) until its writes fail (the test runs it under a file size limit), says
+// Child process of buffer-write-fail.test: a disk buffer on argv[2] appends bursts (many writes
+// waiting for one sync) until its writes fail (the test runs it under a file size limit), says
 // `failing` on stdout and waits for `go` on stdin (the test lifts the limit meanwhile), appends a
 // few bursts more, waits for every batch to be acknowledged, closes the buffer and prints the
 // sequences whose batches were acknowledged as one JSON line.

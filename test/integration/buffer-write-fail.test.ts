@@ -1,5 +1,5 @@
-// Records written ahead of their commit (while the commit before them syncs) whose write fails:
-// the commit that covers them must fail too, and its retry write them again. A disk buffer in a
+// Writes that fail while others before them wait for their sync: every write not yet durable must
+// be taken back and written again, where it was, by the retry. A disk buffer in a
 // child process under a file size limit (RLIMIT_FSIZE: writes past it fail with EFBIG) appends
 // bursts until its writes fail; the limit is lifted; every batch it acknowledged must then be in
 // its segment files, each record once, with no sequence missing.
@@ -11,9 +11,9 @@ import test from 'ava';
 import { recordAt, segmentSeq } from '../../src/buffer/record.js';
 import { tempBufferDir } from '../helpers/disk-buffer.js';
 
-const CHILD = new URL('../helpers/ahead-fail-child.js', import.meta.url).pathname;
+const CHILD = new URL('../helpers/write-fail-child.js', import.meta.url).pathname;
 
-test('a write ahead that fails fails its commit: everything acknowledged is on disk once, after the retry', async (t) => {
+test('a write that fails takes back every write not yet durable: everything acknowledged is on disk once, after the retry', async (t) => {
   t.timeout(90_000);
   const dir = tempBufferDir();
   // 400 kB: a few dozen bursts in
