@@ -34,7 +34,7 @@ export const BUFFER_FIELDS: Fields = {
         },
       },
       max_size_mb: { t: 'number', def: 256, min: 0.02, doc: 'most bytes on disk for this source; at least two segments' },
-      segment_size_mb: { t: 'number', def: 16, min: 0.01, max: 1024, doc: 'size of one segment file (about: one commit goes whole into one segment)' },
+      segment_size_mb: { t: 'number', def: 16, min: 0.01, max: 1024, doc: 'size of one segment file (about: one append goes whole into one segment)' },
       when_full: {
         t: 'string',
         def: 'block',

@@ -393,7 +393,7 @@ export class DiskBuffer {
       this.remove(seg);
     }
     // The segment being written, wholly saved as acknowledged, goes too (the next write starts a
-    // new one): one large commit may fill a buffer alone, and a full buffer takes nothing more.
+    // new one): one large append may fill a buffer alone, and a full buffer takes nothing more.
     const w = this.writeSeg;
     if (w && this.segments.length === 1 && this.segments[0] === w && !this.rolling && this.posted.length === 0 && this.pending.length === 0 && !this.reader.busy && this.savedSeq >= this.nextSeq - 1) {
       this.writeSeg = undefined;

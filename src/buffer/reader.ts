@@ -18,7 +18,7 @@ import { HEADER_BYTES, recordAt, type Segment } from './record.js';
 const READ_CHUNK = 256 * 1024;
 const EMPTY = Buffer.alloc(0);
 
-/** One commit's entries, kept after its sync (see handOver). */
+/** One append's entries, kept as they were handed to the writer (see handOver). */
 interface CachedRun {
   readonly seg: Segment;
   /** where its records begin in `seg` */
@@ -74,7 +74,7 @@ export class BufferReader {
   /** the current segment was read cleanly so far (a gap after it is a missing segment) */
   private readClean = true;
   private readonly order: InOrder<number>;
-  /** commits just synced, oldest first, kept for a reader that keeps up (see handOver) */
+  /** appends just written, oldest first, kept for a reader that keeps up (see handOver) */
   private runs: CachedRun[] = [];
   /** entries and record bytes the runs hold, not yet taken */
   private cachedEntries = 0;
@@ -100,10 +100,12 @@ export class BufferReader {
   }
 
   /**
-   * The entries of a commit just synced are kept, as they are, for the reader: when it gets to
+   * The entries of an append just handed to the writer are kept, as they are, for the reader (it
+   * may hand them on before their sync; see DiskBuffer.post): when it gets to
    * where they begin it takes them from here, up to its window at a time, instead of reading and
    * decoding them again. The cache is the tail of the log: bounded by `cacheBytes` record bytes
-   * and `cacheMax()` entries, the oldest commits make way; a reader behind them reads the disk.
+   * and `cacheMax()` entries, the oldest appends make way; a reader behind them reads the disk
+   * (up to the durable end only).
    * Nothing is kept for a reader further behind than that.
    */
   handOver(at: number, chunks: readonly Buffer[], lists: readonly Entry[][], first: number): void {
@@ -112,7 +114,7 @@ export class BufferReader {
     let n = 0;
     for (const list of lists) n += list.length;
     if (n === 0) return;
-    // A reader further behind than the cache holds would find these gone (newer commits push them
+    // A reader further behind than the cache holds would find these gone (newer appends push them
     // out) before it got to them: kept meanwhile, they would only fill the old generation.
     let bytes = 0;
     for (const chunk of chunks) bytes += chunk.length;

@@ -45,10 +45,10 @@ export function withBuffer(factory: SourceFactory, plugin: PluginConfig, ctx: So
   const at: { buffer?: DiskBuffer; source?: Source; cfg?: BufferConfig; counters: BufferCounters } = { counters: bufferCounters() };
   /**
    * The source stops taking: a buffer not open yet, failing, full with when_full = "block", or
-   * behind its commits. The last only for a source whose senders wait on no acknowledgement
-   * (syslog, stdin), where nothing else bounds what waits for a commit; a chain or OTLP sender's
+   * behind its syncs. The last only for a source whose senders wait on no acknowledgement
+   * (syslog, stdin), where nothing else bounds what waits for a sync; a chain or OTLP sender's
    * window bounds it already (and a saturated http source answers 503, which a short wait for a
-   * commit must not cause).
+   * sync must not cause).
    */
   const blocking = () => {
     const b = at.buffer;
@@ -130,7 +130,7 @@ export function withBuffer(factory: SourceFactory, plugin: PluginConfig, ctx: So
     // the reader pauses: the source itself stops only when the buffer is full
     pausable: true,
     // the reader's window waits on what it emitted: the pipeline pumps right after each batch, so
-    // a reader that keeps up takes a whole commit from the cache in one turn of the event loop
+    // a reader that keeps up takes each append from the cache in the turn it was written
     acksUpstream: true,
     open: source.open?.bind(source),
     start(positions, since) {

@@ -14,7 +14,7 @@ let nextId = 1;
 /**
  * The shared memory the thread was given, by its number there. A request names its chunks by
  * number, offset and length: passing the memory itself in every message cost about 0.15 ms a
- * request (a tenth of the event loop's time at a few hundred commits a second). The thread lets
+ * request (a tenth of the event loop's time at a few hundred requests a second). The thread lets
  * go of one once the event loop's side was collected.
  */
 let shared = new WeakMap<SharedArrayBuffer, number>();
