@@ -64,6 +64,8 @@ export class BufferReader {
   private outstanding = 0;
   private readLoop = false;
   private readAgain = false;
+  /** pump() is handing on entries from the cache (a pump it causes only asks for more) */
+  private taking = false;
   private rSeg: Segment | undefined;
   private rFh: FileHandle | undefined;
   private carry: Buffer = EMPTY;
@@ -218,9 +220,25 @@ export class BufferReader {
   }
 
   pump(): void {
-    if (this.readLoop) {
+    if (this.readLoop || this.taking) {
       this.readAgain = true;
       return;
+    }
+    const seg = this.rSeg;
+    if (seg && this.rFh) {
+      // Entries kept from appends are handed on now, without a promise a step (a pump per append
+      // made the async loop's promises cost more than the reading). The loop below reads the disk.
+      this.taking = true;
+      try {
+        while (this.canRead() && this.fromCache(seg));
+      } catch (err) {
+        this.host.log.error({ dir: this.host.dir, error: errorMessage(err) }, 'Disk buffer read failed');
+        setTimeout(() => this.pump(), this.host.retryMs);
+        return;
+      } finally {
+        this.taking = false;
+      }
+      if (this.waiting(seg)) return;
     }
     if (!this.canRead()) return;
     this.readLoop = true;
@@ -238,6 +256,11 @@ export class BufferReader {
         this.readLoop = false;
       }
     })();
+  }
+
+  /** In `seg`, nothing is there to read until more is written, synced or kept (readStep would say false). */
+  private waiting(seg: Segment): boolean {
+    return this.carry.length === 0 && this.carryAt >= this.readLimit(seg) && (seg === this.host.writeSeg() || seg === this.host.segments.at(-1));
   }
 
   /** One step of reading; false when nothing more can be read now. */
