@@ -21,7 +21,8 @@
 //   node dist/bench/buffer.js          BENCH_LINES, BENCH_BACKLOG, BENCH_ENTRY_BYTES, BENCH_RUNS narrow it;
 //                                      BENCH_BACKLOG=0 runs 1 and 2 only
 
-import { readdirSync, readFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { readdirSync, readFileSync, rmSync } from 'node:fs';
 import { connect } from 'node:net';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -102,10 +103,17 @@ async function sendAll(port: number, input: Buffer): Promise<void> {
   sock.end();
 }
 
-async function syslogScenario(dir: TempDir, input: Buffer, disk: boolean): Promise<Row> {
+/**
+ * One run into a fresh node on a data directory of its own (`run`: which), deleted after it: a
+ * disk run that started on the last one's segments recovered them at its start and deleted them
+ * in the middle of its measured window, and the freed blocks' discards landed in the next
+ * fdatasyncs. `sync` after the deletion lets those land before the next run starts.
+ */
+async function syslogScenario(dir: TempDir, input: Buffer, disk: boolean, run: number): Promise<Row> {
   const port = await freePort();
   const buffer = disk ? '[pipelines.plugin_sources.config.buffer]\ntype = "disk"\n' : '';
-  const toml = `data_dir = ${JSON.stringify(join(dir.path, disk ? 'data-disk' : 'data-mem'))}\nstatus_interval_ms = 100\n[[pipelines]]\nname = "b"\n${localPluginToml('sources', 'in', 'syslog', port)}${buffer}${sinkToml('out', 'null')}`;
+  const dataDir = join(dir.path, `data-${disk ? 'disk' : 'mem'}-${run}`);
+  const toml = `data_dir = ${JSON.stringify(dataDir)}\nstatus_interval_ms = 100\n[[pipelines]]\nname = "b"\n${localPluginToml('sources', 'in', 'syslog', port)}${buffer}${sinkToml('out', 'null')}`;
   const node = spawnNode(['-c', dir.file(disk ? 'disk.toml' : 'mem.toml', toml), '--logging.level=debug']);
   try {
     await waitReady(node, 'receiver');
@@ -123,6 +131,8 @@ async function syslogScenario(dir: TempDir, input: Buffer, disk: boolean): Promi
     return { title: `syslog tcp → ${disk ? 'disk' : 'memory'} buffer → null`, entries: LINES, ms, rss: peakRss(worker), note };
   } finally {
     await node.stop(10_000);
+    rmSync(dataDir, { recursive: true, force: true });
+    spawnSync('sync');
   }
 }
 
@@ -218,8 +228,8 @@ export async function main(): Promise<Row[]> {
     const runs: { memory: Row; disk: Row }[] = [];
     for (let r = 0; r < RUNS; r++) {
       process.stderr.write(`run ${r + 1} of ${RUNS}: syslog → memory buffer, then → disk buffer …\n`);
-      const memory = await syslogScenario(dir, input, false);
-      runs.push({ memory, disk: await syslogScenario(dir, input, true) });
+      const memory = await syslogScenario(dir, input, false, r);
+      runs.push({ memory, disk: await syslogScenario(dir, input, true, r) });
     }
     const median = (which: 'memory' | 'disk'): Row => medianRun(runs.map((r) => r[which]), (r) => r.ms);
     const rows: Row[] = [median('memory'), median('disk')];
