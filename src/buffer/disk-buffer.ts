@@ -1,8 +1,9 @@
 // The disk buffer of one source (DESIGN.md §23): a log of segment files with group commit (the
 // writer thread's: one fdatasync covers every record that arrived while the previous one ran; see
-// writer-thread.ts), read back in order
-// through a window no larger than the pipeline's queues, its acknowledged sequence advancing as
-// the pipeline finishes entries, segments deleted once the checkpoint saved a sequence past them.
+// writer-thread.ts), read back in order through a window no larger than the pipeline's queues
+// (a reader that keeps up gets entries with their write, their senders' answers wait for the
+// sync), its acknowledged sequence advancing as the pipeline finishes entries, segments deleted
+// once the checkpoint saved a sequence past them.
 // Recovery at open (recover.ts) cuts a torn tail; a corrupt record met while reading skips the
 // rest of its segment. A failed write or sync marks the buffer failing (full) and is retried until it works.
 

@@ -51,9 +51,16 @@ ${randomSourceToml('interval_ms = 1000')}${sinkToml('a', 'null')}${sinkToml('b',
   const status = await waitFor(async () => {
     const s = await adminStatus(admin).catch(() => undefined);
     const inCounters = s?.pipelines.in?.counters;
-    // every source has reported, and entries crossed the chain, syslog and nats links
-    return inCounters && ['tcp_chain', 'http_chain', 'syslog', 'nats', 'otlp'].every((id) => (inCounters.sources[id]?.total_entries ?? 0) > 0) ? s : undefined;
-  }, 'entries through every link', 60_000);
+    // entries crossed the chain, syslog and nats links
+    if (!inCounters || !['tcp_chain', 'http_chain', 'syslog', 'nats', 'otlp'].every((id) => (inCounters.sources[id]?.total_entries ?? 0) > 0)) return undefined;
+    // and every plugin of every pipeline has reported (each worker's counters come once a second,
+    // on their own: the `any` pipeline's could still be missing when `in` had all of its)
+    const all = ['out', 'in', 'any'].every((name) => {
+      const p = s.pipelines[name];
+      return p && (['sources', 'sinks'] as const).every((kind) => Object.keys(p.types[kind]).every((id) => Object.keys(p.counters[kind][id] ?? {}).length > 0));
+    });
+    return all ? s : undefined;
+  }, 'entries through every link, and counters from every plugin of every pipeline', 60_000);
   const reported = new Set<string>();
   for (const p of Object.values(status.pipelines)) {
     for (const kind of ['sources', 'sinks'] as const) {
