@@ -131,10 +131,9 @@ export class DiskBuffer {
   /**
    * More than PENDING_MAX_BYTES of records wait for their sync: a source whose senders wait on no
    * acknowledgement stops taking until fewer wait (see withBuffer). What waits is bounded in
-   * memory, and each sync stays small enough that what it covers reaches the reader within a turn
-   * or two of the event loop (entries that live longer are promoted to the old generation: the
-   * garbage collector then costs more than the encoding). Never a drop: a source that cannot stop
-   * (udp) goes on appending.
+   * memory, and the pause gives the pipeline its turns: without it (at 4 MiB and more) a long
+   * burst left the reader behind its cache, reading everything back from the disk. Never a drop:
+   * a source that cannot stop (udp) goes on appending.
    */
   get behind(): boolean {
     return this.postedBytes + this.pendingBytes >= PENDING_MAX_BYTES;
@@ -206,7 +205,7 @@ export class DiskBuffer {
       // once only: a write taken back after a failure is written again where it was, and the
       // reader is past it already
       if (w.entries) {
-        this.reader.handOver(w.at, [w.chunk], [w.entries], w.first);
+        this.reader.handOver(w.at, w.chunk, w.entries, w.first);
         w.entries = undefined;
       }
     }

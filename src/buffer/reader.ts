@@ -110,38 +110,23 @@ export class BufferReader {
    * (up to the durable end only).
    * Nothing is kept for a reader further behind than that.
    */
-  handOver(at: number, chunks: readonly Buffer[], lists: readonly Entry[][], first: number): void {
+  handOver(at: number, chunk: Buffer, entries: Entry[], first: number): void {
     const seg = this.host.writeSeg();
-    if (!seg || this.closed) return;
-    let n = 0;
-    for (const list of lists) n += list.length;
-    if (n === 0) return;
+    const n = entries.length;
+    if (!seg || this.closed || n === 0) return;
     // A reader further behind than the cache holds would find these gone (newer appends push them
     // out) before it got to them: kept meanwhile, they would only fill the old generation.
-    let bytes = 0;
-    for (const chunk of chunks) bytes += chunk.length;
     const lag = first - 1 - this.readSeq;
     const maxEntries = this.cacheMax();
-    if (lag > maxEntries || (lag * bytes) / n > this.host.cacheBytes) return;
+    if (lag > maxEntries || (lag * chunk.length) / n > this.host.cacheBytes) return;
     const ends = new Float64Array(n);
-    let i = 0;
-    let end = 0;
-    for (const chunk of chunks) {
-      for (let p = 0; p < chunk.length; i++) {
-        p += HEADER_BYTES + chunk.readUInt32LE(p);
-        ends[i] = end + p;
-      }
-      end += chunk.length;
-    }
-    let entries = lists[0]!;
-    if (lists.length > 1) {
-      entries = new Array<Entry>(n);
-      let k = 0;
-      for (const list of lists) for (let e = 0; e < list.length; e++) entries[k++] = list[e]!;
+    for (let i = 0, p = 0; p < chunk.length; i++) {
+      p += HEADER_BYTES + chunk.readUInt32LE(p);
+      ends[i] = p;
     }
     this.runs.push({ seg, start: at, at, seq: first, entries, ends, idx: 0 });
     this.cachedEntries += n;
-    this.cachedBytes += end;
+    this.cachedBytes += chunk.length;
     while (this.runs.length > 0 && (this.cachedEntries > maxEntries || this.cachedBytes > this.host.cacheBytes)) this.dropRun();
   }
 

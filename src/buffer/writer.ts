@@ -1,5 +1,5 @@
 // The event loop's side of the disk buffers' writer thread (writer-thread.ts): one thread for
-// every buffer of the process, started at the first write, keeping the process alive only while
+// every buffer of the process, started when the first opens, keeping the process alive only while
 // a write is under way.
 // CRC-32 of every record, the write and the fdatasync cost the event loop nothing but a message.
 // A thread that dies fails what it had (the buffer retries) and is started again on the next write.
