@@ -81,6 +81,11 @@ export class DiskBuffer {
   /** a new segment is being opened */
   private rolling = false;
   /**
+   * Segment deletions under way: close() waits for them, so that whoever opens the directory next
+   * never lists a segment that is gone by the time it reads it.
+   */
+  private readonly removing = new Set<Promise<void>>();
+  /**
    * The directory entry of the segment being written is not synced yet: what is written in it
    * becomes durable only once it is (the sync runs beside the first writes, see roll).
    */
@@ -409,7 +414,10 @@ export class DiskBuffer {
 
   private remove(seg: Segment): void {
     this.diskBytes -= seg.size;
-    unlink(join(this.opts.dir, seg.name)).catch((err: unknown) => this.opts.log.warn({ segment: seg.name, error: errorMessage(err) }, 'Disk buffer segment not deleted'));
+    const gone = unlink(join(this.opts.dir, seg.name))
+      .catch((err: unknown) => this.opts.log.warn({ segment: seg.name, error: errorMessage(err) }, 'Disk buffer segment not deleted'))
+      .finally(() => this.removing.delete(gone));
+    this.removing.add(gone);
   }
 
   /** Starts handing entries to `emit`, at most `window` not yet done at once. */
@@ -435,6 +443,7 @@ export class DiskBuffer {
     while ((this.rolling || this.posted.length > 0 || (this.pending.length > 0 && !this.failing)) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
     this.closed = true;
     await this.reader.close();
+    await Promise.all(this.removing);
     const fh = this.writeFh;
     this.writeFh = undefined;
     if (!fh) return;
