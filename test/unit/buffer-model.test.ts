@@ -219,13 +219,18 @@ test('entries reach the reader before their sync; an id stamped before a crash n
   let h = bufferOn(dir, 1 << 20);
   await h.buffer.open(0);
   collect(h, 100);
-  const before = [entry('first a'), entry('first b')];
+  const first = [entry('first a')];
   let synced = false;
-  h.buffer.append(before, Date.now(), () => (synced = true));
-  // handed on with the write, not after it: the pipeline may finish them before the sync
-  await until(() => h.emitted.length > 0, 'emitted');
-  t.deepEqual(h.emitted[0]!.entries.map((e) => e.message), ['first a', 'first b']);
-  await until(() => synced, 'synced');
+  h.buffer.append(first, Date.now(), () => (synced = true));
+  await until(() => synced && h.emitted.length === 1, 'the first synced and read (the reader has its segment open)');
+  // handed on with the write, not after its sync: within append, while its sync cannot be over
+  const before = [entry('first b'), entry('first c')];
+  let beforeSynced = false;
+  h.buffer.append(before, Date.now(), () => (beforeSynced = true));
+  t.false(beforeSynced);
+  t.deepEqual(h.emitted.at(-1)?.entries.map((e) => e.message), ['first b', 'first c'], 'the reader had them before their sync');
+  await until(() => beforeSynced, 'synced');
+  before.unshift(...first);
   await h.buffer.close(Date.now() + 1000);
   // a crash that caught these records before their sync: they are gone from the disk, and
   // nothing acknowledged their sequences either
@@ -233,7 +238,7 @@ test('entries reach the reader before their sync; an id stamped before a crash n
   h = bufferOn(dir, 1 << 20);
   await h.buffer.open(0);
   collect(h, 100);
-  const after = [entry('second a'), entry('second b')];
+  const after = [entry('second a'), entry('second b'), entry('second c')];
   h.buffer.append(after, Date.now());
   await until(() => h.emitted.length > 0, 'emitted after the restart');
   t.deepEqual(after.map((e) => seqOf(e.id!)), before.map((e) => seqOf(e.id!)), 'the sequences are written again');
