@@ -19,6 +19,7 @@ import { pollWriter, startWriter, writeDurable, writerBarrier } from './writer.j
 import { type BufferEmit, BufferReader } from './reader.js';
 import { recoverDir, syncDir } from './recover.js';
 import { type Segment, segmentName } from './record.js';
+import { type Write, Writes } from './writes.js';
 
 export { type BufferCounters, bufferCounters } from './counters.js';
 
@@ -44,20 +45,6 @@ export interface DiskBufferOptions {
  */
 const PENDING_MAX_BYTES = 512 * 1024;
 
-/** One append's records on their way to the disk. */
-interface Write {
-  readonly chunk: Buffer;
-  /** the entries, until handed to the reader (then only the bytes wait for the sync) */
-  entries: Entry[] | undefined;
-  readonly first: number;
-  readonly done: (() => void) | undefined;
-  /** where it goes in the segment being written, once handed to the writer */
-  at: number;
-  /** handed to the writer and not taken back (a failure takes every write not durable back) */
-  posted: boolean;
-  durable: boolean;
-}
-
 /** A failed write's ERROR is repeated at most this often while it keeps failing, ms. */
 const ERROR_LOG_INTERVAL_MS = 60_000;
 
@@ -70,12 +57,7 @@ export class DiskBuffer {
   /** the prefix needs no escaping in JSON: an id stamped here is written as it is */
   private plainPrefix = false;
   private readonly encoder = new RecordEncoder();
-  /** appended, not handed to the writer yet (while a segment is opened, or failing) */
-  private pending: Write[] = [];
-  private pendingBytes = 0;
-  /** handed to the writer, not yet durable, in order */
-  private posted: Write[] = [];
-  private postedBytes = 0;
+  private readonly writes = new Writes();
   /** where the next write goes in the segment being written (its `size` is the durable end) */
   private writeEnd = 0;
   /** a new segment is being opened */
@@ -130,7 +112,7 @@ export class DiskBuffer {
 
   /** Full (max_size_mb reached) or failing: the source stops taking. */
   get full(): boolean {
-    return this.failing || this.diskBytes + this.postedBytes + this.pendingBytes >= this.opts.maxBytes;
+    return this.failing || this.diskBytes + this.writes.bytes >= this.opts.maxBytes;
   }
 
   /**
@@ -141,7 +123,7 @@ export class DiskBuffer {
    * a source that cannot stop (udp) goes on appending.
    */
   get behind(): boolean {
-    return this.postedBytes + this.pendingBytes >= PENDING_MAX_BYTES;
+    return this.writes.bytes >= PENDING_MAX_BYTES;
   }
 
   get isFailing(): boolean {
@@ -176,8 +158,7 @@ export class DiskBuffer {
     const first = this.nextSeq;
     const chunk = this.encoder.records(entries, first, this.prefix, this.plainPrefix, now, this.opts.pipeline);
     this.nextSeq += entries.length;
-    this.pending.push({ chunk, entries, first, done, at: 0, posted: false, durable: false });
-    this.pendingBytes += chunk.length;
+    this.writes.add(chunk, entries, first, done);
     this.post();
     this.count();
   }
@@ -192,32 +173,26 @@ export class DiskBuffer {
    */
   private post(): void {
     if (!this.opened || this.rolling || (this.failing && !this.retrying)) return;
-    let n = 0;
-    for (; n < this.pending.length; n++) {
-      const w = this.pending[n]!;
-      const fh = this.writeFh;
-      if (!fh || !this.writeSeg || (this.writeEnd > 0 && this.writeEnd + w.chunk.length > this.opts.segmentBytes)) {
-        if (this.posted.length === 0) this.startRoll(w.first);
-        break;
-      }
-      w.at = this.writeEnd;
-      w.posted = true;
-      this.writeEnd += w.chunk.length;
-      this.pendingBytes -= w.chunk.length;
-      this.postedBytes += w.chunk.length;
-      this.posted.push(w);
-      writeDurable(fh.fd, [w.chunk], w.at, (err, synced) => this.written(w, err, synced));
-      // once only: a write taken back after a failure is written again where it was, and the
-      // reader is past it already
-      if (w.entries) {
-        this.reader.handOver(w.at, w.chunk, w.entries, w.first);
-        w.entries = undefined;
-      }
-    }
-    if (n === 0) return;
-    this.pending = n === this.pending.length ? [] : this.pending.slice(n);
-    this.reader.pump();
+    if (this.writes.handOn(this.handOne) > 0) this.reader.pump();
   }
+
+  private readonly handOne = (w: Write): boolean => {
+    const fh = this.writeFh;
+    if (!fh || !this.writeSeg || (this.writeEnd > 0 && this.writeEnd + w.chunk.length > this.opts.segmentBytes)) {
+      if (!this.writes.anyPosted) this.startRoll(w.first);
+      return false;
+    }
+    w.at = this.writeEnd;
+    this.writeEnd += w.chunk.length;
+    writeDurable(fh.fd, [w.chunk], w.at, (err, synced) => this.written(w, err, synced));
+    // once only: a write taken back after a failure is written again where it was, and the
+    // reader is past it already
+    if (w.entries) {
+      this.reader.handOver(w.at, w.chunk, w.entries, w.first);
+      w.entries = undefined;
+    }
+    return true;
+  };
 
   private startRoll(firstSeq: number): void {
     this.rolling = true;
@@ -244,7 +219,7 @@ export class DiskBuffer {
     }
     w.durable = true;
     if (synced) this.opts.counters.buffer_syncs++;
-    if (this.posted[0] === w) this.settle();
+    if (this.writes.oldestPosted === w) this.settle();
   }
 
   /**
@@ -252,40 +227,30 @@ export class DiskBuffer {
    * reached the file is cut off by the retry and written again, where it was.
    */
   private takeBack(err: unknown): void {
-    for (const p of this.posted) p.posted = false;
-    this.pending = this.posted.concat(this.pending);
-    this.pendingBytes += this.postedBytes;
-    this.posted = [];
-    this.postedBytes = 0;
+    this.writes.takeBack();
     this.fail(err);
     this.count();
   }
 
   /** The durable writes at the head of `posted` are done: their senders are told, their memory let go. */
   private settle(): void {
-    if (this.dirSyncing || !this.posted[0]?.durable) return;
+    if (this.dirSyncing || !this.writes.oldestPosted?.durable) return;
     if (this.failing) {
       this.failing = this.retrying = false;
       this.opts.counters.buffer_failing = 0;
       this.opts.log.info({ dir: this.opts.dir }, 'Disk buffer write recovered');
     }
     const seg = this.writeSeg!;
-    let n = 0;
-    for (; n < this.posted.length && this.posted[n]!.durable; n++) {
-      const d = this.posted[n]!;
-      d.posted = false;
-      const bytes = d.chunk.length;
-      seg.size += bytes;
-      this.diskBytes += bytes;
-      this.postedBytes -= bytes;
+    this.writes.settle((d) => {
+      seg.size += d.chunk.length;
+      this.diskBytes += d.chunk.length;
       d.done?.();
       this.encoder.release([d.chunk]);
-    }
-    this.posted = n === this.posted.length ? [] : this.posted.slice(n);
+    });
     // the reader may read the disk up to the new durable end
     this.reader.pump();
     // a write waiting for a new segment goes once this one's are all durable
-    if (this.posted.length === 0 && this.pending.length > 0) this.post();
+    if (!this.writes.anyPosted && this.writes.anyPending) this.post();
     this.count();
   }
 
@@ -326,7 +291,7 @@ export class DiskBuffer {
       (err: unknown) => {
         this.dirSyncing = false;
         this.dirUnsynced = true;
-        if (this.posted.length > 0) this.takeBack(err);
+        if (this.writes.anyPosted) this.takeBack(err);
         else this.fail(err);
       },
     );
@@ -400,7 +365,7 @@ export class DiskBuffer {
     // The segment being written, wholly saved as acknowledged, goes too (the next write starts a
     // new one): one large append may fill a buffer alone, and a full buffer takes nothing more.
     const w = this.writeSeg;
-    if (w && this.segments.length === 1 && this.segments[0] === w && !this.rolling && this.posted.length === 0 && this.pending.length === 0 && !this.reader.busy && this.savedSeq >= this.nextSeq - 1) {
+    if (w && this.segments.length === 1 && this.segments[0] === w && !this.rolling && !this.writes.anyPosted && !this.writes.anyPending && !this.reader.busy && this.savedSeq >= this.nextSeq - 1) {
       this.writeSeg = undefined;
       const fh = this.writeFh;
       this.writeFh = undefined;
@@ -440,7 +405,7 @@ export class DiskBuffer {
 
   /** Stops reading and writing once what was handed to the writer is durable (or failed), by `deadline`; idempotent. */
   async close(deadline: number): Promise<void> {
-    while ((this.rolling || this.posted.length > 0 || (this.pending.length > 0 && !this.failing)) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+    while ((this.rolling || this.writes.anyPosted || (this.writes.anyPending && !this.failing)) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
     this.closed = true;
     await this.reader.close();
     await Promise.all(this.removing);
@@ -450,7 +415,7 @@ export class DiskBuffer {
     const closeFh = () => fh.close().catch(() => undefined);
     // the writer thread writes to the descriptor's number: closed (and the number given to
     // another file) only once it handled everything sent for it, even past the deadline
-    if (this.posted.length > 0) void writerBarrier(fh.fd).then(closeFh, closeFh);
+    if (this.writes.anyPosted) void writerBarrier(fh.fd).then(closeFh, closeFh);
     else await closeFh();
   }
 }
