@@ -168,6 +168,21 @@ test.serial('on_full = "block": a stalled sink pauses the file source, and nothi
   t.is(latestCounter(node, 'p', 'sources.f.dropped_entries'), 0);
 });
 
+test.serial('a file of many reads arrives whole and in order: lines and multi-byte characters cut between reads', async (t) => {
+  // about 40 reads of 64 KiB
+  const total = 20_000;
+  const want = Array.from({ length: total }, (_, i) => `entry ${i} ${'é'.repeat(i % 7)}${'x'.repeat((i * 37) % 241)}`);
+  const { dir, received, stream: reader } = fifoSinkDir(t, 'logrelay-file-reads-');
+  const body = text(want);
+  writeFileSync(join(dir.path, 'in', 'app.log'), body);
+  reader.resume();
+  // a queue that holds the whole file: the source reads on without a pause
+  const node = startNodeInDir(t, dir, filePipeline(join(dir.path, 'in'), 'from = "start"', fileSinkToml('out', join(dir.path, 'out'), `buffer_size = ${total}\non_full = "block"`)));
+  await waitFor(() => received.length >= total, `all ${total} lines`, 40_000);
+  t.deepEqual(received, want);
+  await waitFor(() => latestCounter(node, 'p', 'sources.f.bytes_read') === Buffer.byteLength(body), 'every byte of the file counted read once');
+});
+
 test.serial('a file created right after the source started is read from its start, even if the first scan sees it', async (t) => {
   // The first scan runs just after start(); a file born after start() is new, whichever scan finds it.
   for (let round = 0; round < 3; round++) {
