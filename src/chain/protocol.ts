@@ -127,26 +127,20 @@ export function decodeEntry(line: string, node: string | undefined, now: number,
 // format cuts its line from it. Anything else (escapes, fields, a key out of order, a time in
 // another form, an empty source) takes the general path and is encoded anew when sent.
 
-/** A backslash (an escape) or a C0 control (which JSON.parse refuses inside a string). */
-const NOT_PLAIN = /[\\\u0000-\u001f]/g;
+/** A C0 control: JSON.parse refuses one inside a string. */
+const CONTROL = /[\u0000-\u001f]/;
 
 /**
- * What a line holds of NOT_PLAIN, in one pass: 0 nothing, 1 escaped quotes (`\"`) only, -1
- * anything else (another escape, a control).
+ * What a line holds of escapes and controls: 0 nothing, 1 escaped quotes (`\"`) only, -1 anything
+ * else (another escape, a control). One match for controls, then the backslashes found by indexOf:
+ * a search for either, resumed past each escaped quote, cost about 10 % more of a line's decoding.
  */
 function escapesOf(line: string): number {
-  NOT_PLAIN.lastIndex = 0;
-  let found = 0;
-  while (NOT_PLAIN.test(line)) {
-    const at = NOT_PLAIN.lastIndex - 1;
-    if (line.charCodeAt(at) !== 92 /* \\ */ || line.charCodeAt(at + 1) !== 34 /* " */) {
-      NOT_PLAIN.lastIndex = 0;
-      return -1;
-    }
-    found = 1;
-    NOT_PLAIN.lastIndex = at + 2;
-  }
-  return found;
+  if (CONTROL.test(line)) return -1;
+  let at = line.indexOf('\\');
+  if (at < 0) return 0;
+  for (; at >= 0; at = line.indexOf('\\', at + 2)) if (line.charCodeAt(at + 1) !== 34 /* " */) return -1;
+  return 1;
 }
 
 /** `text` with each `\"` as `"`, joined from its pieces (never flattened unless used). */
