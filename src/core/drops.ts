@@ -3,7 +3,7 @@
 
 import type { PipelineCounters } from './counters.js';
 
-export const DROP_REASONS = ['queue_full', 'source_saturated', 'rate_limited', 'oversize', 'client_slow', 'write_failed', 'batch_rejected', 'abandoned', 'buffer_full'] as const;
+export const DROP_REASONS = ['queue_full', 'source_saturated', 'rate_limited', 'oversize', 'client_slow', 'write_failed', 'batch_rejected', 'abandoned', 'buffer_full', 'kernel'] as const;
 export type DropReason = (typeof DROP_REASONS)[number];
 
 /** The component that holds the rate limiter's counters (it is no plugin, so it has no id). */
@@ -32,6 +32,8 @@ export function dropsOf(counters: PipelineCounters, sinkTypes: Readonly<Record<s
   for (const [id, c] of Object.entries(counters.sources)) {
     add(id, 'source_saturated', c.dropped_entries);
     add(id, 'buffer_full', c.dropped_buffer_full);
+    // datagrams the kernel dropped before the source could read them (a udp syslog source's full receive buffer)
+    add(id, 'kernel', c.kernel_drops);
   }
   const rl = counters.rate_limit;
   if (rl) {

@@ -1,12 +1,18 @@
 // RFC 6587 framing of syslog over TCP: octet counting ("LEN SP MSG") and non-transparent
-// framing (MSG LF), decoded from a byte stream with a bound per frame, and encoded for the sink.
+// framing (MSG LF, or MSG NUL as Python's SysLogHandler and many Java and Go appenders end a
+// message), decoded from a byte stream with a bound per frame, and encoded for the sink.
 
-/** How a TCP stream is split: `auto` takes a frame that starts with digits and a space as octet counted. */
-export type SourceFraming = 'auto' | 'octet_counting' | 'newline';
+/**
+ * How a TCP stream is split: `auto` takes a frame that starts with digits and a space as octet
+ * counted, any other frame ends at a newline or a NUL; `newline` and `nul` end frames at that
+ * byte only (no octet counting); `octet_counting` takes counted frames only.
+ */
+export type SourceFraming = 'auto' | 'octet_counting' | 'newline' | 'nul';
 export type SinkFraming = 'octet_counting' | 'newline';
 
 /** Longest octet count taken (9 digits, under 1 GB); a longer run of digits is no count. */
 const MAX_COUNT_DIGITS = 9;
+const NUL = 0;
 const LF = 10;
 const CR = 13;
 const SP = 32;
@@ -53,9 +59,15 @@ export class FrameDecoder {
   private split(chunk: Buffer, onFrame: FrameHandler): boolean {
     let i = 0;
     const n = chunk.length;
+    // Next LF and NUL at or after i in this chunk (-1: none left); each found once per chunk, so
+    // a chunk of many short frames is scanned in linear time.
+    const endsAtLf = this.framing !== 'nul';
+    const endsAtNul = this.framing !== 'newline';
+    let lf = endsAtLf ? -2 : -1;
+    let nul = endsAtNul ? -2 : -1;
     while (i < n) {
       if (this.atStart) {
-        if (this.framing === 'newline') {
+        if (this.framing === 'newline' || this.framing === 'nul') {
           this.atStart = false;
           continue;
         }
@@ -91,13 +103,15 @@ export class FrameDecoder {
         if (this.remaining === 0) this.end(onFrame, false);
         continue;
       }
-      const nl = chunk.indexOf(LF, i);
-      if (nl < 0) {
+      if (lf !== -1 && lf < i) lf = chunk.indexOf(LF, i);
+      if (nul !== -1 && nul < i) nul = chunk.indexOf(NUL, i);
+      const stop = lf < 0 ? nul : nul < 0 ? lf : Math.min(lf, nul);
+      if (stop < 0) {
         this.add(chunk.subarray(i));
         return true;
       }
-      this.add(chunk.subarray(i, nl));
-      i = nl + 1;
+      this.add(chunk.subarray(i, stop));
+      i = stop + 1;
       this.end(onFrame, true);
     }
     return true;
@@ -140,11 +154,25 @@ export class FrameDecoder {
     this.cut = false;
     this.remaining = -1;
     this.atStart = true;
-    if (newline && frame.length > 0 && frame[frame.length - 1] === CR) frame = frame.subarray(0, frame.length - 1);
-    // An empty line between frames (a stray LF) is no message.
+    if (newline) frame = trimFrameEnd(frame);
+    // An empty line between frames (a stray LF or NUL) is no message.
     if (frame.length === 0 && newline && !truncated) return;
     onFrame(frame, truncated);
   }
+}
+
+/**
+ * `frame` without its trailing NULs, CRs and LFs: what senders put after a message that is not
+ * octet counted (a UDP datagram, a newline- or NUL-terminated TCP frame), never part of it.
+ */
+export function trimFrameEnd(frame: Buffer): Buffer {
+  let end = frame.length;
+  while (end > 0) {
+    const c = frame[end - 1];
+    if (c !== NUL && c !== CR && c !== LF) break;
+    end--;
+  }
+  return end === frame.length ? frame : frame.subarray(0, end);
 }
 
 /** A frame for `payload` (one message, without terminator). Newline framing escapes CR and LF inside it as rsyslog does (#015, #012). */

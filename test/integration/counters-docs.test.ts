@@ -42,7 +42,7 @@ name = "in"
 ${fileSourceToml('file', join(dir.path, 'in'))}[[pipelines.plugin_sources]]
 id = "stdin"
 type = "stdin"
-${chainSourceToml('tcp_chain', 'tcp_chain', tcpChain, '[pipelines.plugin_sources.config.buffer]\ntype = "disk"\n')}${chainSourceToml('http_chain', 'http_chain', httpChain)}${localPluginToml('sources', 'syslog', 'syslog', syslog)}${natsSourceToml('nats', servers, 'LOGS', 'docs')}${localPluginToml('sources', 'otlp', 'otlp', otlp)}${sinkToml('null', 'null')}
+${chainSourceToml('tcp_chain', 'tcp_chain', tcpChain, '[pipelines.plugin_sources.config.buffer]\ntype = "disk"\n')}${chainSourceToml('http_chain', 'http_chain', httpChain)}${localPluginToml('sources', 'syslog', 'syslog', syslog)}${localPluginToml('sources', 'syslog_udp', 'syslog', syslog, 'mode = "udp"\n')}${natsSourceToml('nats', servers, 'LOGS', 'docs')}${localPluginToml('sources', 'otlp', 'otlp', otlp)}${sinkToml('null', 'null')}
 [[pipelines]]
 name = "any"
 fanout = "any"

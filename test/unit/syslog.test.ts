@@ -3,7 +3,8 @@
 import test from 'ava';
 import type { Entry } from '../../src/core/entry.js';
 import { formatSyslog } from '../../src/syslog/format.js';
-import { encodeFrame, FrameDecoder, type SourceFraming } from '../../src/syslog/framing.js';
+import { encodeFrame, FrameDecoder, type SourceFraming, trimFrameEnd } from '../../src/syslog/framing.js';
+import { dropsIn, procAddress } from '../../src/syslog/kernel-drops.js';
 import { parseSyslog } from '../../src/syslog/parse.js';
 
 const NOW = Date.UTC(2026, 10, 24, 12, 0, 0);
@@ -97,6 +98,42 @@ test('auto framing: octet counted and newline frames mixed, across any chunk bou
   const want = ['<1>ab', 'foo', '<13>1 - - x', '12345not a count'];
   for (const chunk of [0, 1, 2, 3, 7]) t.deepEqual(frames('auto', input, 1024, chunk).out, want, `chunks of ${chunk}`);
   t.deepEqual(frames('newline', '5 <1>ab\n').out, ['5 <1>ab']);
+});
+
+test('NUL ends a frame in auto framing as a newline does (SysLogHandler over TCP), across any chunk boundary', (t) => {
+  const input = '<11>python tcp line 0000\0<11>python tcp line 0001\0<14>crlf\r\n<14>nul after newline\n\0<14>and 5 <1>x\x00';
+  const want = ['<11>python tcp line 0000', '<11>python tcp line 0001', '<14>crlf', '<14>nul after newline', '<14>and 5 <1>x'];
+  for (const chunk of [0, 1, 2, 5, 11]) t.deepEqual(frames('auto', input, 1024, chunk).out, want, `chunks of ${chunk}`);
+  // an octet-counted frame keeps a NUL inside it; the next frame may end with one
+  t.deepEqual(frames('auto', '5 <1>\0b5 <1>cd\0').out, ['<1>\0b', '<1>cd']);
+  // newline framing ends only at LF, and strips a trailing NUL; nul framing ends only at NUL
+  t.deepEqual(frames('newline', 'a\0b\0\nc\n').out, ['a\0b', 'c']);
+  t.deepEqual(frames('nul', 'line one\nline two\0<1>next\r\n\0').out, ['line one\nline two', '<1>next']);
+  t.deepEqual(frames('nul', '5 <1>x\0').out, ['5 <1>x'], 'no octet counting');
+  t.deepEqual(frames('auto', 'tail\0\r', 1024, 0, true).out, ['tail']);
+});
+
+test('trimFrameEnd strips trailing NUL, CR and LF only', (t) => {
+  t.is(trimFrameEnd(Buffer.from('<11>python line 0000\0')).toString(), '<11>python line 0000');
+  t.is(trimFrameEnd(Buffer.from('a\0b\r\n\0')).toString(), 'a\0b');
+  const same = Buffer.from('x y');
+  t.is(trimFrameEnd(same), same);
+  t.is(trimFrameEnd(Buffer.from('\0\n')).length, 0);
+});
+
+test('kernel drops: the row of /proc/net/udp found by inode or by local address, its drops column read', (t) => {
+  const table = `   sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode ref pointer drops
+ 1234: 0100007F:BE31 00000000:0000 07 00000000:00000000 00:00000000 00000000     0        0 12045 2 000000004b3064cc 17
+ 1235: 00000000:0202 00000000:0000 07 00000000:00000000 00:00000000 00000000     0        0 120450 2 000000004b3064cd 3
+`;
+  t.is(dropsIn(table, { by: 'inode', inode: '12045' }), 17);
+  t.is(dropsIn(table, { by: 'inode', inode: '120450' }), 3);
+  t.is(dropsIn(table, { by: 'inode', inode: '999' }), undefined);
+  t.is(procAddress('127.0.0.1', 48689, 'IPv4'), '0100007F:BE31');
+  t.is(dropsIn(table, { by: 'address', local: procAddress('127.0.0.1', 48689, 'IPv4') }), 17);
+  t.is(dropsIn(table, { by: 'address', local: procAddress('0.0.0.0', 514, 'IPv4') }), 3);
+  t.is(procAddress('::1', 514, 'IPv6'), '00000000000000000000000001000000:0202');
+  t.is(procAddress('::', 514, 'IPv6'), '00000000000000000000000000000000:0202');
 });
 
 test('frames over the bound are cut and their tail skipped; held bytes stay bounded', (t) => {
