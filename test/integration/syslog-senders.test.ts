@@ -5,7 +5,7 @@
 // arrives or is counted in `kernel_drops`.
 
 import { spawnSync } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import test from 'ava';
 import { childPids, freePort, ownedTempDir, type RunningNode, startNodeInDir, waitFor, waitReady } from '../helpers/node.js';
@@ -262,4 +262,20 @@ test.serial('syslog-ng network() over UDP (RFC 3164) into a stalled worker: arri
   );
   t.is(warn.level, 'warn');
   t.true(Number(warn.count) > 0);
+});
+
+test.serial('receive_buffer_bytes over what the kernel grants (net.core.rmem_max): INFO with the size granted', async (t) => {
+  t.timeout(60_000);
+  const rmemMax = Number(readFileSync('/proc/sys/net/core/rmem_max', 'utf8').trim());
+  const asked = 1024 * 1024 * 1024;
+  t.true(rmemMax < asked, 'this machine caps below 1 GiB');
+  const dir = ownedTempDir(t, 'logrelay-syslog-rcvbuf-');
+  const port = await freePort();
+  const node = startNodeInDir(t, dir, sourceNode(port, `mode = "udp"\nreceive_buffer_bytes = ${asked}\n`));
+  const line = await waitFor(() => node.records.find((r) => r.msg === 'UDP receive buffer capped'), 'INFO UDP receive buffer capped');
+  t.is(line.level, 'info');
+  t.is(line.plugin, 'in');
+  t.is(line.receive_buffer_bytes, asked);
+  // root may be granted more than rmem_max only with SO_RCVBUFFORCE, which Node does not use
+  t.is(line.granted_bytes, rmemMax);
 });

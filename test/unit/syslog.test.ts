@@ -1,11 +1,14 @@
 // RFC 5424 / 3164 parsing and formatting and RFC 6587 framing, without sockets.
 
 import test from 'ava';
+import { checkPipelines } from '../../src/check.js';
+import { loadConfig } from '../../src/config/load.js';
 import type { Entry } from '../../src/core/entry.js';
 import { formatSyslog } from '../../src/syslog/format.js';
 import { encodeFrame, FrameDecoder, type SourceFraming, trimFrameEnd } from '../../src/syslog/framing.js';
 import { dropsIn, procAddress } from '../../src/syslog/kernel-drops.js';
 import { parseSyslog } from '../../src/syslog/parse.js';
+import { tempDir } from '../helpers/node.js';
 
 const NOW = Date.UTC(2026, 10, 24, 12, 0, 0);
 
@@ -176,4 +179,22 @@ test('what the formatter writes, the parser reads back', (t) => {
   const e: Entry = { time: Date.UTC(2026, 0, 2, 3, 4, 5, 6), source: 'svc', level: 'ERROR', message: ' spaced  text ' };
   const back = parseSyslog(formatSyslog(e, 'rfc5424', { facility: 16, hostname: 'h', appName: 'x' }, NOW), NOW, 'in').entry;
   t.deepEqual(back, { ...e, fields: { hostname: 'h', facility: 'local0' } });
+});
+
+test('config: framing "nul" is a choice; receive_buffer_bytes is for udp, at least 4096', (t) => {
+  const check = (config: string): string[] => {
+    const dir = tempDir();
+    try {
+      const toml = `[[pipelines]]\nname = "p"\n[[pipelines.plugin_sources]]\nid = "in"\ntype = "syslog"\n[pipelines.plugin_sources.config]\nport = 5514\n${config}\n[[pipelines.plugin_sinks]]\nid = "out"\ntype = "null"\n`;
+      return checkPipelines(loadConfig({ file: dir.file('c.toml', toml), env: {}, flags: new Map() }));
+    } finally {
+      dir.remove();
+    }
+  };
+  t.deepEqual(check('framing = "nul"'), []);
+  t.deepEqual(check('mode = "udp"\nreceive_buffer_bytes = 8388608'), []);
+  t.deepEqual(check('receive_buffer_bytes = 8388608'), ['pipeline=p: failed to create source in: receive_buffer_bytes: applies to mode "udp" only']);
+  const low = check('mode = "udp"\nreceive_buffer_bytes = 100');
+  t.is(low.length, 1);
+  t.regex(low[0]!, /receive_buffer_bytes/);
 });
