@@ -11,6 +11,7 @@
 // kernel_drops (logrelay: its counter; rsyslog: the drops column of /proc/net/udp for its
 // socket). A burst is over when arrived + kernel_drops = sent, or after 30 s (then the rest shows
 // as uncounted). Linux only (it reads /proc). The figures depend on the CPU the receiver gets.
+// BENCH_BURSTS (2000,20000) sets the bursts, BENCH_RECEIVERS (e.g. 1,3) the rows.
 
 import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, statSync } from 'node:fs';
@@ -24,6 +25,8 @@ import { localPluginToml, sinkToml } from '../test/helpers/toml.js';
 import { markdownTable, runIfMain } from './report.js';
 
 const BURSTS = (process.env.BENCH_BURSTS ?? '2000,20000').split(',').map(Number);
+/** Which rows to run (1–4 as numbered above), default all */
+const ONLY = process.env.BENCH_RECEIVERS?.split(',').map(Number);
 const SETTLE_MS = 30_000;
 
 /** One sender: `n` datagrams of about 70 bytes, each numbered, in a tight sendto loop. */
@@ -115,7 +118,8 @@ export async function main(): Promise<Row[]> {
       () => rsyslogReceiver(dir, 'rsyslog imudp (system buffer) → omfile', ''),
       () => rsyslogReceiver(dir, 'rsyslog imudp rcvbufSize 4m → omfile', ' rcvbufSize="4m"'),
     ];
-    for (const make of receivers) {
+    for (const [i, make] of receivers.entries()) {
+      if (ONLY && !ONLY.includes(i + 1)) continue;
       const rcv = await make();
       process.stderr.write(`running ${rcv.name} …\n`);
       try {
