@@ -13,7 +13,7 @@ import { PluginError } from '../core/errors.js';
 import { bindError, listenStream } from '../net/listener.js';
 import { serverSecurity } from '../net/tls.js';
 import { FrameDecoder, type SourceFraming, trimFrameEnd } from '../syslog/framing.js';
-import { kernelDrops } from '../syslog/kernel-drops.js';
+import { kernelDrops, kernelDropsCounted } from '../syslog/kernel-drops.js';
 import { parseSyslog } from '../syslog/parse.js';
 import type { Source, SourceFactory } from './types.js';
 
@@ -72,6 +72,7 @@ export const createSyslogSource: SourceFactory = (plugin, ctx): Source => {
   if (cfg.mode === 'tcp' && plugin.config.receive_buffer_bytes !== undefined) throw new PluginError('source', plugin.id, 'receive_buffer_bytes', 'applies to mode "udp" only');
   /** `kernel_drops` only where the kernel counts them (udp on Linux) */
   const counters: ReturnType<typeof chainSourceCounters> & { truncated_messages: number; kernel_drops?: number } = { ...chainSourceCounters(), truncated_messages: 0 };
+  if (cfg.mode === 'udp' && kernelDropsCounted()) counters.kernel_drops = 0;
   const { tlsOptions, authorize } = serverSecurity('source', plugin.id, cfg, ctx, counters);
   const connections = new Set<Socket>();
   /** connections accepted before start(): they wait, unread */
@@ -81,6 +82,8 @@ export const createSyslogSource: SourceFactory = (plugin, ctx): Source => {
   let dropsTimer: NodeJS.Timeout | undefined;
   let started = false;
   let stopping = false;
+  /** stop() handed on the last batch */
+  let stopped = false;
   let paused = false;
 
   let batch: Entry[] = [];
@@ -140,24 +143,26 @@ export const createSyslogSource: SourceFactory = (plugin, ctx): Source => {
     else waiting.push(socket);
   };
 
+  // Datagrams come one per event (libuv reads up to 32 per turn of the loop): each read only
+  // keeps the datagram, and the batch of one turn is parsed and handed on at once after it, so
+  // the socket is drained before any parsing and the time is read once per batch.
+  let datagrams: Buffer[] = [];
+  let scheduled = false;
+  const takeDatagrams = () => {
+    scheduled = false;
+    if (datagrams.length === 0) return;
+    const list = datagrams;
+    datagrams = [];
+    const now = Date.now();
+    for (const msg of list) {
+      const cut = msg.length > cfg.max_message_bytes;
+      take(trimFrameEnd(cut ? msg.subarray(0, cfg.max_message_bytes) : msg), cut, now);
+    }
+    if (started && !stopped) flush();
+  };
+
   const openUdp = async () => {
     const sock = createSocket(isIP(cfg.host) === 6 || cfg.host === '::' ? 'udp6' : 'udp4');
-    // Datagrams come one per event (libuv reads up to 32 per turn of the loop): each read only
-    // keeps the datagram, and the batch of one turn is parsed and handed on at once after it, so
-    // the socket is drained before any parsing and the time is read once per batch.
-    let datagrams: Buffer[] = [];
-    let scheduled = false;
-    const takeDatagrams = () => {
-      scheduled = false;
-      const list = datagrams;
-      datagrams = [];
-      const now = Date.now();
-      for (const msg of list) {
-        const cut = msg.length > cfg.max_message_bytes;
-        take(trimFrameEnd(cut ? msg.subarray(0, cfg.max_message_bytes) : msg), cut, now);
-      }
-      if (started) flush();
-    };
     sock.on('message', (msg: Buffer) => {
       if (stopping) return;
       // A new generation shares the port from its build on and the kernel hands each datagram
@@ -185,7 +190,6 @@ export const createSyslogSource: SourceFactory = (plugin, ctx): Source => {
     sizeReceiveBuffer(sock);
     const drops = kernelDrops(sock);
     if (drops) {
-      counters.kernel_drops = 0;
       await drops.poll(); // the count before this source read anything: its own run starts here
       let polling = false;
       dropsTimer = setInterval(() => {
@@ -258,7 +262,10 @@ export const createSyslogSource: SourceFactory = (plugin, ctx): Source => {
     async stop() {
       if (stopping) return;
       stopping = true;
+      // datagrams read in this turn of the loop go with the last batch; nothing is emitted after stop()
+      takeDatagrams();
       if (started) flush();
+      stopped = true;
       if (dropsTimer) clearInterval(dropsTimer);
       if (udp) {
         const u = udp;

@@ -3,7 +3,7 @@
 // once a second, never per datagram; elsewhere there is no such count and none is reported.
 
 import type { Socket as UdpSocket } from 'node:dgram';
-import { readlinkSync } from 'node:fs';
+import { existsSync, readlinkSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 
 /** How the socket's row is found: its inode (through its file descriptor), else its local address and port. */
@@ -87,13 +87,16 @@ export interface KernelDrops {
   poll(): Promise<number | undefined>;
 }
 
+/** True where the kernel counts drops per UDP socket and shows them (Linux with /proc). */
+export const kernelDropsCounted = (): boolean => process.platform === 'linux' && existsSync('/proc/net/udp');
+
 /**
  * A reader of `sock`'s kernel drop count on Linux (undefined elsewhere, or without /proc): counts
  * from its first poll, so a worker reports the drops of its own run (a socket shared with an
  * older generation brings its earlier drops along).
  */
 export function kernelDrops(sock: UdpSocket): KernelDrops | undefined {
-  if (process.platform !== 'linux') return undefined;
+  if (!kernelDropsCounted()) return undefined;
   const match = dropsMatch(sock);
   const table = sock.address().family === 'IPv6' ? '/proc/net/udp6' : '/proc/net/udp';
   let base: number | undefined;
