@@ -155,11 +155,11 @@ source s_in { file("${input}" follow-freq(1) log-iw-size(10000) log-fetch-limit(
 destination d_out { ${destination} };
 log { source(s_in); destination(d_out); };`;
 
-test.serial('syslog-ng syslog() over TCP (RFC 5424, octet counted): 2,000 of 2,000, hostname, facility, app name, level and non-ASCII intact', async (t) => {
+test.serial('syslog-ng syslog() over TCP (RFC 5424, octet counted) into framing auto: 2,000 of 2,000, hostname, facility, app name, level and non-ASCII intact', async (t) => {
   t.timeout(90_000);
   const dir = ownedTempDir(t, 'logrelay-syslog-ng-tcp-');
   const port = await freePort();
-  const node = startNodeInDir(t, dir, sourceNode(port, 'framing = "octet_counting"\n'));
+  const node = startNodeInDir(t, dir, sourceNode(port, ''));
   await waitReady(node, 'node');
   const total = 2000;
   const { text, want } = ngInput(total, 'ng tcp');
