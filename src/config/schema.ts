@@ -171,10 +171,10 @@ export const CONFIG_FIELDS: Fields = {
   },
   fleet: {
     t: 'table',
-    doc: 'the fleet view: keep the latest report of every node heard of and serve `/fleet` on the admin endpoint (see docs/fleet.md)',
+    doc: 'the fleet view: keep the latest report of every node heard of and serve `/fleet` on the admin endpoint (see docs/fleet.md); applied at start only, like `admin`',
     fields: {
       enabled: { t: 'boolean', def: false, doc: 'keep the table (typically on the collector); it lists this node too' },
-      max_nodes: { t: 'number', def: 10000, int: true, min: 1, unit: 'nodes', doc: 'most nodes kept; beyond it the one heard of longest ago is forgotten (`logrelay_fleet_forgotten_total`)' },
+      max_nodes: { t: 'number', def: 10000, int: true, min: 1, unit: 'nodes', doc: 'most nodes kept; beyond it the one heard of longest ago is forgotten (`logrelay_fleet_nodes_forgotten_total`)' },
       forget_after_ms: { t: 'number', def: 86400000, int: true, min: 1, doc: 'a node without a report this long is `gone` and removed' },
     },
   },
