@@ -127,7 +127,7 @@ export const CONFIG_FIELDS: Fields = {
     def: 10000,
     int: true,
     min: 0,
-    doc: "period of this node's report (its `/status` figures) sent upstream on every chain sink, and of forwarding the reports it received; 0 = off (see docs/fleet.md)",
+    doc: "period of this node's report (its `/status` figures) sent upstream on every chain sink; 0 = off, else at least 100 (see docs/fleet.md)",
   },
   logging: {
     t: 'table',
