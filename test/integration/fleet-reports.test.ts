@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import test from 'ava';
 import { chainSinkToml, chainSourceToml, QUICK_BACKOFF, SENDER_HEAD, tlsBlock } from '../helpers/chain.js';
 import { adminStatus, parseExposition } from '../helpers/admin.js';
-import { freePort, ownedTempDir, type RunningNode, startOwnedNode, waitFor, waitReady } from '../helpers/node.js';
+import { freePort, ownedTempDir, type RunningNode, spawnOwnedNode, startOwnedNode, waitFor, waitReady } from '../helpers/node.js';
 import { makePki } from '../helpers/pki.js';
 import { fetchFleet, oldChainSource, rawLink, sendReports, syntheticReport } from '../helpers/reports.js';
 
@@ -188,4 +188,32 @@ test('20,000 node names from one relay: the table keeps max_nodes, forgets the o
   t.deepEqual(gone.nodes, ['coll'], 'their series are gone with them');
   t.deepEqual(gone.lag, ['coll']);
   t.true(collector.out.every((l) => !l.includes('"report"')), 'no report became an entry');
+});
+
+test('report_interval_ms follows a reload: off, the node turns silent while its entries still flow; back on, it is live with the new interval', async (t) => {
+  t.timeout(120_000);
+  const admin = await freePort();
+  const port = await freePort();
+  const collector = await startCollector(t, collectorToml(admin, chainSourceToml('link', 'tcp_chain', port)));
+  const dir = ownedTempDir(t);
+  const senderFile = (interval: number) => dir.file('edge.toml', `node_name = "edge-r"\nreport_interval_ms = ${interval}\n${SENDER_HEAD}${chainSinkToml('up', 'tcp_chain', port, 'edge-r', QUICK_BACKOFF)}`);
+  const sender = spawnOwnedNode(t, ['-c', senderFile(200)], { stdin: 'pipe' });
+  const edge = async () => (await fetchFleet(admin)).nodes.find((n) => n.node === 'edge-r');
+  await waitFor(async () => (await edge())?.state === 'live', 'edge-r live');
+  t.is((await edge())!.report.interval_ms, 200);
+
+  senderFile(0);
+  sender.signal('SIGHUP');
+  await waitFor(() => sender.records.some((r) => r.msg === 'Configuration reloaded'), 'reloaded with reports off');
+  await waitFor(async () => (await edge())?.state === 'silent', 'edge-r silent with its reports off', 10_000);
+  sender.child.stdin!.write('after-off\n');
+  await waitFor(() => collector.out.some((l) => l.includes('"after-off"')), 'entries still flow');
+
+  senderFile(300);
+  sender.signal('SIGHUP');
+  await waitFor(async () => {
+    const e = await edge();
+    return e?.state === 'live' && e.report.interval_ms === 300;
+  }, 'edge-r live again, reporting every 300 ms', 10_000);
+  t.pass();
 });
