@@ -2,6 +2,7 @@
 // only for the nodes a peer speaks for, and the fleet table's bounds under 20,000 node names.
 
 import { readFileSync } from 'node:fs';
+import { createServer } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { join } from 'node:path';
 import test from 'ava';
@@ -56,6 +57,52 @@ test('a new sink and an old source: the hello offers reports, the old source ans
   t.is(old.lines.length, 50, 'entries only: no report line reached the old source');
   t.true(old.lines.every((l) => (JSON.parse(l) as { message: string }).message.startsWith('line-')));
   t.is((await adminStatus(admin)).pipelines.send!.counters.sinks.up!.reports_sent, 0);
+});
+
+test('a new http_chain sink and an old http_chain source (404 on <path>/report): entries are delivered, the reports dropped and counted, never retried', async (t) => {
+  const paths: string[] = [];
+  const bodies: string[] = [];
+  // an http_chain source from before reports: its one path takes entries, anything else is 404
+  const old = createServer((req, res) => {
+    paths.push(req.url ?? '');
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      if (req.url !== '/ingest') {
+        res.writeHead(404).end();
+        return;
+      }
+      const body = Buffer.concat(chunks).toString();
+      bodies.push(body);
+      res.writeHead(204, { 'X-Logrelay-Accepted': String(body.split('\n').filter(Boolean).length) }).end();
+    });
+  });
+  await new Promise<void>((resolve) => old.listen(0, '127.0.0.1', resolve));
+  t.teardown(() => new Promise<void>((resolve) => old.close(() => resolve())));
+  const oldPort = (old.address() as { port: number }).port;
+  const admin = await freePort();
+  const sender = startOwnedNode(
+    t,
+    `node_name = "edge-h"\nreport_interval_ms = 200\n${SENDER_HEAD}${chainSinkToml('up', 'http_chain', oldPort, 'edge-h', QUICK_BACKOFF)}\n[admin]\nport = ${admin}\n`,
+    [],
+    'pipe',
+  );
+  for (let i = 1; i <= 20; i++) sender.child.stdin!.write(`line-${i}\n`);
+  await waitFor(() => bodies.join('').split('\n').filter(Boolean).length >= 20, 'the old source got the 20 entries');
+  const sink = await waitFor(async () => {
+    const c = (await adminStatus(admin)).pipelines.send?.counters.sinks.up;
+    return c && c.reports_dropped! >= 3 ? c : undefined;
+  }, 'reports dropped, counted', 10_000);
+  t.is(sink.reports_sent, 0);
+  t.is(sink.dropped_batches, 0, 'no entry batch lost');
+  const entries = bodies.join('').split('\n').filter(Boolean).map((l) => JSON.parse(l) as { message: string });
+  t.deepEqual(
+    entries.map((e) => e.message),
+    Array.from({ length: 20 }, (_, i) => `line-${i + 1}`),
+    'entries only, each once',
+  );
+  const reportPosts = paths.filter((p) => p === '/ingest/report').length;
+  t.true(reportPosts >= 3 && reportPosts <= sink.reports_dropped! + 1, `${reportPosts} report requests for ${sink.reports_dropped} dropped: one each, no retry`);
 });
 
 test('an old sink (a hello without offer) and a node with reports off reach a new source: plain ok, entries flow, no parse error; a new sink beside them is listed', async (t) => {
