@@ -6,7 +6,8 @@
 // Point 3: the edge's configuration reads a synthetic /var/log/pods tree (CRI and docker
 // json-file, split lines, kubelet rotation, gzip, a container restart, the edge pod replaced and
 // resuming from its hostPath data_dir) and the relays and the collector run from theirs: every
-// line reaches the collector's archive exactly once.
+// line reaches the collector's archive exactly once, and the collector's fleet view lists every
+// node: each relay pod reports under a certificate of its own name, which its auth allows.
 // Both need the file source keys of DESIGN.md §21 (include, container_format,
 // kubernetes_metadata), which came with the merge of branch wip-lines.
 
@@ -24,6 +25,21 @@ const all = workloads(objects);
 const workload = (name: string): Workload => all.find((w) => w.name === name)!;
 const certificates = objects.filter((o) => o.kind === 'Certificate') as (K8sObject & { spec: { secretName: string; commonName: string; dnsNames?: string[] } })[];
 
+/** What cert-manager writes into the Secret of a Certificate: issued here by the test CA, once per Secret. */
+const issuedSecrets = new Map<string, Record<string, string | Buffer>>();
+function secretOf(secretName: string, pki: Pki): Record<string, string | Buffer> {
+  const key = `${pki.ca}:${secretName}`;
+  let secret = issuedSecrets.get(key);
+  if (!secret) {
+    const cert = certificates.find((c) => c.spec.secretName === secretName);
+    if (!cert) throw new Error(`Secret ${secretName} is no Certificate's`);
+    const issued = issueCertificate(pki, cert.spec.commonName, 90, cert.spec.dnsNames);
+    secret = { 'ca.crt': readFileSync(pki.ca), 'tls.crt': issued.cert, 'tls.key': issued.key };
+    issuedSecrets.set(key, secret);
+  }
+  return secret;
+}
+
 /**
  * Lays out the pod's volumes under `root` (see the module comment) and returns the path of its
  * configuration there.
@@ -36,9 +52,18 @@ function layOut(w: Workload, root: string, pki: Pki): string {
       const cm = objects.find((o) => o.kind === 'ConfigMap' && o.metadata.name === volume.configMap!.name) as K8sObject & { data: Record<string, string> };
       atomicVolume(dir, Object.fromEntries(Object.entries(cm.data).map(([k, v]) => [k, rerooted(w, v, root)])));
     } else if (volume?.secret) {
-      const cert = certificates.find((c) => c.spec.secretName === volume.secret!.secretName)!;
-      const issued = issueCertificate(pki, cert.spec.commonName, 90, cert.spec.dnsNames);
-      atomicVolume(dir, { 'ca.crt': readFileSync(pki.ca), 'tls.crt': issued.cert, 'tls.key': issued.key });
+      const secret = secretOf(volume.secret.secretName, pki);
+      const items = volume.secret.items ?? Object.keys(secret).map((key) => ({ key, path: key }));
+      atomicVolume(dir, Object.fromEntries(items.map((i) => [i.path, secret[i.key]!])));
+    } else if (volume?.projected) {
+      // every source's items in one volume (kubelet's one ..data for all of them)
+      const files: Record<string, string | Buffer> = {};
+      for (const source of volume.projected.sources) {
+        if (!source.secret?.items) throw new Error(`${w.name}: volume ${volume.name}: only Secret sources with items are laid out here`);
+        const secret = secretOf(source.secret.name, pki);
+        for (const i of source.secret.items) files[i.path] = secret[i.key]!;
+      }
+      atomicVolume(dir, files);
     } else {
       mkdirSync(dir, { recursive: true }); // a host path or a claim
     }
@@ -244,6 +269,34 @@ test.serial('the edge ConfigMap reads a synthetic /var/log/pods tree with kubele
   t.like(first(62).fields?.k8s, { namespace: 'kube-system', container: 'coredns' });
   const restartedLine = entries.find((e) => (e as { fields?: { k8s?: { container?: string; restart_count?: number } } }).fields?.k8s?.restart_count === 1);
   t.like((restartedLine as { fields?: { k8s?: unknown } } | undefined)?.fields?.k8s, { container: 'app', restart_count: 1 }, 'the restarted container: 1.log');
+
+  // The fleet view: the collector takes every relay's reports and the edge's they forward (each
+  // relay's certificate identity is its pod name, its node_name), so it lists all four nodes.
+  const edgeName = envOf(workload('logrelay-edge')).NODE_NAME!;
+  const nodes = ['collector-0', 'relay-0', 'relay-1', edgeName];
+  const fleetView = async () => {
+    const { status, body } = await adminRequest(collector.adminPort, '/fleet');
+    if (status !== 200) throw new Error(`/fleet answered ${status}`);
+    return new Map((JSON.parse(body) as { nodes: { node: string; state: string; via: string[] }[] }).nodes.map((n) => [n.node, n]));
+  };
+  const view = await waitFor(
+    async () => {
+      const v = await fleetView();
+      return nodes.every((n) => v.get(n)?.state === 'live') ? v : undefined;
+    },
+    `the collector's /fleet lists ${nodes.join(', ')} live`,
+    30_000,
+  ).catch(async (err: unknown) => {
+    t.log(JSON.stringify([...(await fleetView()).values()]));
+    throw err;
+  });
+  t.deepEqual(view.get('relay-0')?.via, [], 'relay-0 reports itself');
+  t.deepEqual(view.get('relay-1')?.via, [], 'relay-1 reports itself');
+  const edgeVia = view.get(edgeName)?.via ?? [];
+  t.true(edgeVia.length === 1 && ['relay-0', 'relay-1'].includes(edgeVia[0]!), `the edge's reports came through a relay: via ${JSON.stringify(edgeVia)}`);
+  const reportCounters = (await adminStatus(collector.adminPort)).pipelines.collect?.counters.sources.relays;
+  t.true((reportCounters?.reports_received ?? 0) > 0, 'the collector took reports from the relays');
+  t.is(reportCounters?.reports_rejected, 0, 'and refused none');
 
   // Everyone stops cleanly, upstream first.
   for (const r of [...running].reverse()) t.is(await r.node.stop(20_000), 0, `${r.pod.name} stops with 0`);
