@@ -12,7 +12,9 @@
 // (window 100,000: the 1,000,000 distinct ids of the run pass through it, so the receiver
 // worker's peak RSS shows the window's bound). Every step has a deadline. The 1-minute load
 // average before each run is printed; BENCH_QUIET_LOAD=0.5 waits for it to fall below 0.5 first
-// (the quiet-machine comparison with rsyslog), at most BENCH_QUIET_WAIT_MS per run.
+// (the quiet-machine comparison with rsyslog), at most BENCH_QUIET_WAIT_MS per run. Node reports
+// (the fleet view): the plain tcp_chain hop with both nodes reporting every second against the
+// same hop with reports off, in the same runs (`BENCH_ONLY=reports` runs just those two).
 
 import { mkdirSync, renameSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
@@ -53,6 +55,8 @@ interface Scenario {
   readonly tls: boolean;
   /** the receiver suppresses duplicates (DESIGN.md §14) */
   readonly dedup?: boolean;
+  /** `report_interval_ms` of both nodes (node reports, the fleet view); absent: the default */
+  readonly reportMs?: number;
 }
 
 const SCENARIOS: readonly Scenario[] = [
@@ -60,7 +64,12 @@ const SCENARIOS: readonly Scenario[] = [
   { title: 'tcp_chain + mutual TLS', link: 'tcp_chain', tls: true },
   { title: 'http_chain (default batching)', link: 'http_chain', tls: false },
   { title: 'tcp_chain → dedup (window 100,000)', link: 'tcp_chain', tls: false, dedup: true },
+  { title: 'tcp_chain, reports every 1 s', link: 'tcp_chain', tls: false, reportMs: 1000 },
+  { title: 'tcp_chain, reports off', link: 'tcp_chain', tls: false, reportMs: 0 },
 ];
+
+/** The top-level key of a scenario's nodes, before their tables. */
+const reportKey = (s: Scenario): string => (s.reportMs === undefined ? '' : `report_interval_ms = ${s.reportMs}\n`);
 
 interface Result {
   readonly title: string;
@@ -77,7 +86,7 @@ interface Result {
 function receiverToml(s: Scenario, port: number, pki: Pki | undefined, sink: 'null' | 'stdout'): string {
   const tls = s.tls && pki ? tlsBlock('pipelines.plugin_sources.config', { cert_file: pki.cert('relay'), key_file: pki.key('relay'), client_ca_file: pki.ca }) : '';
   return `
-status_interval_ms = 100
+${reportKey(s)}status_interval_ms = 100
 [[pipelines]]
 name = "b"
 ${s.dedup ? '[pipelines.flow.dedup]\nenabled = true\nwindow_entries = 100000\n' : ''}${chainSourceToml('link', s.link, port, tls)}
@@ -97,7 +106,7 @@ function senderToml(s: Scenario, port: number, pki: Pki | undefined, watch: stri
     ? `type = "file"\n[pipelines.plugin_sources.config]\ndirectory = ${JSON.stringify(watch)}\npattern = "*.log"\nfrom = "start"\ncheck_interval_ms = 50`
     : 'type = "stdin"';
   return `
-[[pipelines]]
+${reportKey(s)}[[pipelines]]
 name = "a"
 [[pipelines.plugin_sources]]
 ${source}
@@ -271,6 +280,9 @@ export async function main(): Promise<Result[]> {
       true,
     ),
   );
+  const reporting = eps('tcp_chain, reports every 1 s');
+  const silent = eps('tcp_chain, reports off');
+  if (Number.isFinite(reporting) || Number.isFinite(silent)) console.log(`node reports every 1 s / reports off, same runs: ${ratio(reporting, silent)}`);
   return results;
 }
 

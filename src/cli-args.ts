@@ -6,7 +6,7 @@ import { overrideFault, parseScalar } from './config/spec.js';
 import { errorMessage, UsageError } from './core/errors.js';
 
 /** Options that belong to the commands themselves, not to the configuration. */
-const COMMAND_OPTIONS = new Set(['c', 'config', 'h', 'help', 'v', 'version', 'ca', 'cert', 'key', 'explain', 'once']);
+const COMMAND_OPTIONS = new Set(['c', 'config', 'h', 'help', 'v', 'version', 'ca', 'cert', 'key', 'explain', 'once', 'fleet']);
 
 /**
  * The commands' boolean flags. sade (mri) does not know they take no value and reads

@@ -157,12 +157,16 @@ function main(argv: string[]): void {
     .option('--ca', 'CA certificate (PEM) that verifies the server')
     .option('--cert', 'Client certificate (PEM)')
     .option('--key', 'Client key (PEM)')
+    .option('--fleet', "Show the fleet view of the node at this URL (its admin endpoint's /fleet): one row per node reporting to it")
     .example('top')
     .example('top http://10.0.0.5:9598 --once')
-    .action((url: string | undefined, opts: { once?: unknown; ca?: unknown; cert?: unknown; key?: unknown }) => {
-      const target = url ?? DEFAULT_ADMIN_URL;
+    .example('top --fleet http://collector:9598 --once')
+    .action((url: string | undefined, opts: { once?: unknown; ca?: unknown; cert?: unknown; key?: unknown; fleet?: unknown }) => {
+      if (opts.fleet === true) throw new UsageError('top: --fleet needs the URL of an admin endpoint');
+      const fleetUrl = typeof opts.fleet === 'string' ? opts.fleet : undefined;
+      const target = fleetUrl ?? url ?? DEFAULT_ADMIN_URL;
       statusUrl(target);
-      runTop({ url: target, once: opts.once === true, ca: file(opts.ca), cert: file(opts.cert), key: file(opts.key) }).then(
+      runTop({ url: target, once: opts.once === true, ca: file(opts.ca), cert: file(opts.cert), key: file(opts.key), fleet: fleetUrl !== undefined }).then(
         (code) => process.exit(code),
         (err: unknown) => fail(1, errorMessage(err)),
       );

@@ -2,11 +2,14 @@
 // (DESIGN.md §2, §16): one row per pipeline and component with rates per second, drops by reason,
 // link states and restarts, redrawn every second; `q` quits. `--once`, or a stdout that is not a
 // terminal, prints one plain snapshot (two samples a second apart, for the rates) and exits.
+// `logrelay top --fleet URL`: the fleet view of that node's `/fleet` instead (DESIGN.md §26), one
+// row per node, silent ones first.
 
 import { readFileSync } from 'node:fs';
 import { get as httpGet } from 'node:http';
 import { get as httpsGet } from 'node:https';
 import { errorMessage, UsageError } from './core/errors.js';
+import type { FleetNode } from './primary/fleet.js';
 import type { NodeStatus } from './primary/node-status.js';
 
 export const DEFAULT_ADMIN_URL = 'http://127.0.0.1:9598';
@@ -19,10 +22,12 @@ export interface TopOptions {
   readonly ca?: string;
   readonly cert?: string;
   readonly key?: string;
+  /** show the node's fleet view (`/fleet`) rather than its own status */
+  readonly fleet?: boolean;
 }
 
-/** Checks the URL now (a usage error, exit 2); returns its `/status` address. */
-export function statusUrl(url: string): URL {
+/** Checks the URL now (a usage error, exit 2); returns its `/status` (or `/fleet`) address. */
+export function statusUrl(url: string, path = '/status'): URL {
   let parsed: URL;
   try {
     parsed = new URL(url);
@@ -30,14 +35,14 @@ export function statusUrl(url: string): URL {
     throw new UsageError(`top: not a URL: ${url}`);
   }
   if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new UsageError(`top: URL must be http or https, got ${url}`);
-  parsed.pathname = `${parsed.pathname.replace(/\/+$/, '')}/status`;
+  parsed.pathname = `${parsed.pathname.replace(/\/+$/, '')}${path}`;
   return parsed;
 }
 
-function fetchStatus(url: URL, tls: { ca?: Buffer; cert?: Buffer; key?: Buffer }): Promise<NodeStatus> {
+function fetchJson<T>(url: URL, tls: { ca?: Buffer; cert?: Buffer; key?: Buffer }): Promise<T> {
   return new Promise((resolve, reject) => {
     const get = url.protocol === 'https:' ? httpsGet : httpGet;
-    const req = get(url, { ...tls, timeout: REQUEST_TIMEOUT_MS }, (res) => {
+    const req = get(url, { ...tls, timeout: REQUEST_TIMEOUT_MS, headers: { Accept: 'application/json' } }, (res) => {
       let body = '';
       res.setEncoding('utf8');
       res.on('data', (c: string) => (body += c));
@@ -45,7 +50,7 @@ function fetchStatus(url: URL, tls: { ca?: Buffer; cert?: Buffer; key?: Buffer }
         if (res.statusCode !== 200) reject(new Error(`${url.href}: HTTP ${res.statusCode}`));
         else {
           try {
-            resolve(JSON.parse(body) as NodeStatus);
+            resolve(JSON.parse(body) as T);
           } catch (err) {
             reject(new Error(`${url.href}: ${errorMessage(err)}`));
           }
@@ -55,6 +60,42 @@ function fetchStatus(url: URL, tls: { ca?: Buffer; cert?: Buffer; key?: Buffer }
     req.on('timeout', () => req.destroy(new Error(`${url.href}: no answer within ${REQUEST_TIMEOUT_MS} ms`)));
     req.on('error', reject);
   });
+}
+
+const fetchStatus = (url: URL, tls: { ca?: Buffer; cert?: Buffer; key?: Buffer }) => fetchJson<NodeStatus>(url, tls);
+
+const FLEET_HEAD = ['NODE', 'STATE', 'LAST SEEN', 'VIA', 'VERSION', 'PIPELINES', 'IN', 'OUT', 'DROPPED', 'LAG BYTES', 'LINKS DOWN'];
+/** silent and gone nodes first: what an operator looks for */
+const STATE_ORDER: Readonly<Record<string, number>> = { silent: 0, gone: 1, live: 2 };
+
+/** A fleet view's table (`/fleet`'s nodes), at `now`; plain text, names without control characters. */
+export function renderFleet(nodes: readonly FleetNode[], now: number, url = ''): string {
+  const clean = (s: string) => s.replace(/[\u0000-\u001f\u007f]/g, '?');
+  const sorted = [...nodes].sort((a, b) => (STATE_ORDER[a.state] ?? 3) - (STATE_ORDER[b.state] ?? 3) || a.node.localeCompare(b.node));
+  const sum = (n: FleetNode, f: (p: FleetNode['report']['pipelines'][number]) => number) => n.report.pipelines.reduce((x, p) => x + (Number(f(p)) || 0), 0);
+  const rows: string[][] = [FLEET_HEAD];
+  const counts: Record<string, number> = {};
+  for (const n of sorted) {
+    counts[n.state] = (counts[n.state] ?? 0) + 1;
+    const ago = Math.max(0, Math.round((now - Date.parse(n.last_seen)) / 1000));
+    rows.push([
+      clean(n.node),
+      n.state,
+      `${ago}s ago`,
+      clean(n.via.join('>')) || '-',
+      clean(String(n.report.version ?? '')),
+      String(n.report.pipelines.length),
+      String(sum(n, (p) => p.entries_in)),
+      String(sum(n, (p) => p.entries_out)),
+      String(sum(n, (p) => Object.values(p.dropped ?? {}).reduce((x, v) => x + v, 0))),
+      String(sum(n, (p) => p.lag_bytes)),
+      String(sum(n, (p) => Object.values(p.links ?? {}).filter((l) => l !== 'up').length)),
+    ]);
+  }
+  const widths = FLEET_HEAD.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
+  const lines = rows.map((r) => r.map((cell, i) => cell.padEnd(widths[i]!)).join('  ').trimEnd());
+  const title = `logrelay fleet${url ? ` (${url})` : ''}  ${nodes.length} nodes: ${counts.live ?? 0} live, ${counts.silent ?? 0} silent, ${counts.gone ?? 0} gone`;
+  return `${title}\n\n${lines.join('\n')}\n`;
 }
 
 const HEAD = ['PIPELINE', 'COMPONENT', 'KIND', 'TYPE', 'STATE', 'TOTAL', 'RATE/s', 'DROPS', 'LINK', 'RESTARTS'];
@@ -90,24 +131,8 @@ export function renderTop(cur: NodeStatus, prev: NodeStatus | undefined, seconds
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** Runs the view until `q` (or one snapshot); resolves the exit code. */
-export async function runTop(opts: TopOptions): Promise<number> {
-  const url = statusUrl(opts.url);
-  const tls = {
-    ...(opts.ca ? { ca: readFileSync(opts.ca) } : {}),
-    ...(opts.cert ? { cert: readFileSync(opts.cert) } : {}),
-    ...(opts.key ? { key: readFileSync(opts.key) } : {}),
-  };
-  const shown = opts.url;
-  if (opts.once || !process.stdout.isTTY) {
-    const first = await fetchStatus(url, tls);
-    const t0 = Date.now();
-    await sleep(REFRESH_MS);
-    const second = await fetchStatus(url, tls);
-    process.stdout.write(renderTop(second, first, (Date.now() - t0) / 1000, shown));
-    return 0;
-  }
-
+/** Redraws `screen()` every second until `q`; resolves the exit code. */
+async function liveScreen(screen: () => Promise<string>): Promise<number> {
   const out = process.stdout;
   let quit!: () => void;
   const quitting = new Promise<void>((resolve) => (quit = resolve));
@@ -119,21 +144,17 @@ export async function runTop(opts: TopOptions): Promise<number> {
   });
   stdin.resume();
   out.write('\x1b[?1049h\x1b[?25l');
-  let prev: { status: NodeStatus; at: number } | undefined;
   let stopped = false;
   const loop = (async () => {
     while (!stopped) {
-      let screen: string;
+      let text: string;
       try {
-        const status = await fetchStatus(url, tls);
-        const at = Date.now();
-        screen = renderTop(status, prev?.status, prev ? (at - prev.at) / 1000 : 0, shown);
-        prev = { status, at };
+        text = await screen();
       } catch (err) {
-        screen = `logrelay top: ${errorMessage(err)} (retrying)\n`;
+        text = `logrelay top: ${errorMessage(err)} (retrying)\n`;
       }
       if (stopped) break;
-      out.write(`\x1b[H\x1b[2J${screen}\nq quits\n`);
+      out.write(`\x1b[H\x1b[2J${text}\nq quits\n`);
       await Promise.race([sleep(REFRESH_MS), quitting]);
     }
   })();
@@ -144,4 +165,44 @@ export async function runTop(opts: TopOptions): Promise<number> {
   if (stdin.isTTY) stdin.setRawMode(false);
   stdin.pause();
   return 0;
+}
+
+/** `top --fleet URL`: the node's fleet view, once or live. */
+async function runFleetTop(opts: TopOptions, tls: { ca?: Buffer; cert?: Buffer; key?: Buffer }): Promise<number> {
+  const url = statusUrl(opts.url, '/fleet');
+  const screen = async () => renderFleet((await fetchJson<{ nodes: FleetNode[] }>(url, tls)).nodes, Date.now(), opts.url);
+  if (opts.once || !process.stdout.isTTY) {
+    process.stdout.write(await screen());
+    return 0;
+  }
+  return liveScreen(screen);
+}
+
+/** Runs the view until `q` (or one snapshot); resolves the exit code. */
+export async function runTop(opts: TopOptions): Promise<number> {
+  const url = statusUrl(opts.url);
+  const tls = {
+    ...(opts.ca ? { ca: readFileSync(opts.ca) } : {}),
+    ...(opts.cert ? { cert: readFileSync(opts.cert) } : {}),
+    ...(opts.key ? { key: readFileSync(opts.key) } : {}),
+  };
+  const shown = opts.url;
+  if (opts.fleet) return runFleetTop(opts, tls);
+  if (opts.once || !process.stdout.isTTY) {
+    const first = await fetchStatus(url, tls);
+    const t0 = Date.now();
+    await sleep(REFRESH_MS);
+    const second = await fetchStatus(url, tls);
+    process.stdout.write(renderTop(second, first, (Date.now() - t0) / 1000, shown));
+    return 0;
+  }
+
+  let prev: { status: NodeStatus; at: number } | undefined;
+  return liveScreen(async () => {
+    const status = await fetchStatus(url, tls);
+    const at = Date.now();
+    const text = renderTop(status, prev?.status, prev ? (at - prev.at) / 1000 : 0, shown);
+    prev = { status, at };
+    return text;
+  });
 }

@@ -22,11 +22,50 @@ export const defaultNode = (): string => hostname();
 
 // ── TCP control lines ─────────────────────────────────────────────────────────────────────────
 
-export function helloLine(node: string): string {
-  return `${JSON.stringify({ logrelay: PROTOCOL_VERSION, node })}\n`;
+/**
+ * Optional features of a link, negotiated in the hello: the sink offers `"offer":{name: value}`,
+ * the source answers `"accept":{name: value}` with those it supports. A peer that knows neither
+ * key (an older node) ignores the offer and answers a plain `{"ok":1}`: nothing is accepted.
+ */
+export type Features = Readonly<Record<string, unknown>>;
+
+/**
+ * What a source supports: per feature, the value it accepts for the one offered (undefined: not
+ * accepted). Unknown features in an offer are ignored.
+ */
+const SOURCE_FEATURES: Readonly<Record<string, (offered: unknown) => unknown>> = {
+  /** node reports (the fleet view): `{"report":{…}}` control lines between the entries */
+  report: (v) => (v === 1 ? 1 : undefined),
+};
+
+/** An offer from the features a sink wants, those set to undefined left out. */
+export function offerOf(features: Readonly<Record<string, unknown>>): Features {
+  return Object.fromEntries(Object.entries(features).filter(([, v]) => v !== undefined));
+}
+
+/** What a source accepts of an offer: the features it supports, unknown ones ignored. */
+export function acceptOf(offer: Features): Features {
+  const accept: Record<string, unknown> = {};
+  for (const [name, value] of Object.entries(offer)) {
+    const answer = Object.hasOwn(SOURCE_FEATURES, name) ? SOURCE_FEATURES[name]!(value) : undefined;
+    if (answer !== undefined) accept[name] = answer;
+  }
+  return accept;
+}
+
+const hasKeys = (f: Features) => Object.keys(f).length > 0;
+
+/** The hello; `offer` only when it offers something (an older source then sees the hello it knows). */
+export function helloLine(node: string, offer: Features = {}): string {
+  return `${JSON.stringify(hasKeys(offer) ? { logrelay: PROTOCOL_VERSION, node, offer } : { logrelay: PROTOCOL_VERSION, node })}\n`;
 }
 
 export const OK_LINE = `${JSON.stringify({ ok: 1 })}\n`;
+
+/** The source's yes: `{"ok":1}`, with `accept` when it accepts anything offered. */
+export function okLine(accept: Features = {}): string {
+  return hasKeys(accept) ? `${JSON.stringify({ ok: 1, accept })}\n` : OK_LINE;
+}
 
 export function errorLine(reason: string): string {
   return `${JSON.stringify({ error: reason })}\n`;
@@ -36,29 +75,54 @@ export function ackLine(n: number): string {
   return `{"ack":${n}}\n`;
 }
 
-export type HelloResult = { readonly ok: true; readonly node: string } | { readonly ok: false; readonly error: string };
+export type HelloResult = { readonly ok: true; readonly node: string; readonly offer: Features } | { readonly ok: false; readonly error: string };
 
-/** Checks a hello line: a JSON object with `logrelay: 1` and a string `node`. */
+/** Checks a hello line: a JSON object with `logrelay: 1` and a string `node`; `offer` read when it is an object. */
 export function parseHello(line: string): HelloResult {
   const obj = parseJson(line);
   if (obj === undefined) return { ok: false, error: 'hello is not JSON' };
   if (!isObject(obj) || !('logrelay' in obj)) return { ok: false, error: 'expected hello {"logrelay":1,"node":…}' };
   if (obj.logrelay !== PROTOCOL_VERSION) return { ok: false, error: `unsupported protocol version ${JSON.stringify(obj.logrelay)}, want 1` };
   const node = typeof obj.node === 'string' ? obj.node : '';
-  return { ok: true, node };
+  return { ok: true, node, offer: isObject(obj.offer) ? obj.offer : {} };
 }
 
 /** What a tcp_chain source says to its sink. */
-export type ServerLine = { readonly kind: 'ok' } | { readonly kind: 'error'; readonly error: string } | { readonly kind: 'ack'; readonly n: number };
+export type ServerLine =
+  | { readonly kind: 'ok'; readonly accept: Features }
+  | { readonly kind: 'error'; readonly error: string }
+  | { readonly kind: 'ack'; readonly n: number };
 
 export function parseServerLine(line: string): ServerLine | undefined {
   const obj = parseJson(line);
   if (!isObject(obj)) return undefined;
   if (typeof obj.ack === 'number' && Number.isInteger(obj.ack) && obj.ack >= 0) return { kind: 'ack', n: obj.ack };
-  if (obj.ok === 1) return { kind: 'ok' };
+  if (obj.ok === 1) return { kind: 'ok', accept: isObject(obj.accept) ? obj.accept : {} };
   if ('error' in obj) return { kind: 'error', error: String(obj.error) };
   return undefined;
 }
+
+// ── Node reports ──────────────────────────────────────────────────────────────────────────────
+
+/** How a report control line starts on a `tcp_chain` link (an entry line starts `{"time":`). */
+const REPORT_LINE_START = '{"report":';
+
+/** A node report as a `tcp_chain` control line, `\n` included. */
+export function reportLine(report: object): string {
+  return `${REPORT_LINE_START}${JSON.stringify(report)}}\n`;
+}
+
+/** True when a line of a link that accepted reports is a report control line, not an entry. */
+export const isReportLine = (line: string): boolean => line.charCodeAt(2) === 114 /* r */ && line.startsWith(REPORT_LINE_START);
+
+/** The report a control line carries (unchecked: see asNodeReport); undefined when the line is no JSON. */
+export function reportOfLine(line: string): unknown {
+  const obj = parseJson(line);
+  return isObject(obj) ? obj.report : undefined;
+}
+
+/** The path under an http_chain source's `path` that node reports are POSTed to. */
+export const reportPath = (path: string): string => `${path.replace(/\/+$/, '')}/report`;
 
 // ── Entry codec ───────────────────────────────────────────────────────────────────────────────
 

@@ -104,6 +104,12 @@ export const COUNTER_SECTIONS: readonly CounterSection[] = [
       { name: 'tls_handshake_errors', owners: LISTENERS, doc: 'failed TLS handshakes: a client without a valid certificate, or a plain-text client on a TLS port' },
       { name: 'auth_rejected', owners: LISTENERS, doc: 'clients with a valid certificate whose identity is not in `allow` (each logged WARN `Authorization rejected`)' },
       { name: 'total_requests', owners: ['http_chain', 'otlp'], doc: 'requests received' },
+      { name: 'reports_received', owners: ['tcp_chain', 'http_chain'], doc: 'node reports taken from peers (the fleet view, docs/fleet.md); passed to the primary, never entries' },
+      {
+        name: 'reports_rejected',
+        owners: ['tcp_chain', 'http_chain'],
+        doc: 'node reports refused: not a report, or behind `auth` for a node the peer does not speak for (its `node` is not the peer\u2019s identity and its `via` does not end with it)',
+      },
       {
         name: 'rejected_requests',
         owners: ['otlp'],
@@ -211,6 +217,12 @@ export const COUNTER_SECTIONS: readonly CounterSection[] = [
       },
       { name: 'unacked', owners: ['tcp_chain', 'nats'], gauge: true, doc: 'entries sent but not yet acknowledged; growing means the next node is slow to deliver' },
       { name: 'synthesized', owners: ['tcp_chain', 'http_chain'], doc: 'entries that lacked `time` or `source` and were completed before sending' },
+      { name: 'reports_sent', owners: ['tcp_chain', 'http_chain'], doc: 'node reports sent upstream, this node\u2019s own and those it forwards (docs/fleet.md)' },
+      {
+        name: 'reports_dropped',
+        owners: ['tcp_chain', 'http_chain'],
+        doc: 'node reports not sent: the link was down or backed up, a newer set came first, or the peer takes no reports (an older node); entries are never held up for them',
+      },
       { name: 'batches_sent', owners: ['http_chain', 'otlp'], doc: 'batches the peer acknowledged (for `otlp`: any 2xx)' },
       {
         name: 'dropped_batches',
@@ -248,6 +260,10 @@ const METRIC_SOURCES: Readonly<Record<string, string>> = {
   logrelay_buffer_entries: '`buffer_entries`',
   logrelay_buffer_errors_total: '`buffer_write_errors` + `buffer_corrupt_records`',
   logrelay_checkpoint_errors_total: '`checkpoint_errors`',
+  logrelay_fleet_nodes: 'the fleet table (`fleet.enabled`): nodes by state; none where the view is off',
+  logrelay_fleet_node_last_seen_timestamp_seconds: 'the fleet table: when each node\u2019s latest report arrived; the series goes with its node',
+  logrelay_fleet_node_lag_bytes: 'the fleet table: `lag_bytes` of each node\u2019s latest report, summed over its pipelines',
+  logrelay_fleet_nodes_forgotten_total: 'the fleet table: nodes removed for room (`max_nodes`) or as gone (`forget_after`)',
   logrelay_tls_certificate_expiry_timestamp_seconds: "the earliest `notAfter` among the plugin's certificates (Unix seconds; `/status` calls it `certificate_expiry_seconds`)",
 };
 

@@ -77,6 +77,15 @@ export interface AdminConfig {
   readonly auth?: AuthConfig;
 }
 
+/** The fleet view (DESIGN.md §26): the table of every node heard of, on the admin endpoint. */
+export interface FleetConfig {
+  readonly enabled: boolean;
+  /** most nodes kept; beyond it the one heard of longest ago is forgotten (counted) */
+  readonly max_nodes: number;
+  /** a node without a report this long is gone and removed, ms */
+  readonly forget_after_ms: number;
+}
+
 export interface Config {
   /** this node's name: default `node` of chain sinks, part of entry ids */
   readonly node_name: string;
@@ -89,8 +98,11 @@ export interface Config {
   readonly status_interval_ms: number;
   readonly quiet: boolean;
   readonly shutdown_timeout_ms: number;
+  /** period of this node's report upstream, ms; 0 = no reports */
+  readonly report_interval_ms: number;
   readonly logging: LoggingConfig;
   readonly admin: AdminConfig;
+  readonly fleet: FleetConfig;
   readonly pipelines: readonly PipelineConfig[];
 }
 
@@ -110,6 +122,13 @@ export const CONFIG_FIELDS: Fields = {
   status_interval_ms: { t: 'number', def: 30000, int: true, min: 100, doc: 'period of the status report' },
   quiet: { t: 'boolean', def: false, doc: 'no service log at all; pipeline output still flows' },
   shutdown_timeout_ms: { t: 'number', def: 5000, int: true, min: 0, doc: 'how long a shutdown or a reload lets the queues drain before abandoning what is left' },
+  report_interval_ms: {
+    t: 'number',
+    def: 10000,
+    int: true,
+    min: 0,
+    doc: "period of this node's report (its `/status` figures) sent upstream on every chain sink; 0 = off, else at least 100 (see docs/fleet.md)",
+  },
   logging: {
     t: 'table',
     doc: "the node's own log (pino JSON lines); applied once at start, never on reload",
@@ -148,6 +167,15 @@ export const CONFIG_FIELDS: Fields = {
       port: { t: 'number', def: 0, int: true, min: 0, max: 65535, doc: 'port to listen on; 0 = off (compose files use 9598)' },
       ...TLS_FIELDS,
       ...AUTH_FIELDS,
+    },
+  },
+  fleet: {
+    t: 'table',
+    doc: 'the fleet view: keep the latest report of every node heard of and serve `/fleet` on the admin endpoint (see docs/fleet.md); applied at start only, like `admin`',
+    fields: {
+      enabled: { t: 'boolean', def: false, doc: 'keep the table (typically on the collector); it lists this node too' },
+      max_nodes: { t: 'number', def: 10000, int: true, min: 1, unit: 'nodes', doc: 'most nodes kept; beyond it the one heard of longest ago is forgotten (`logrelay_fleet_nodes_forgotten_total`)' },
+      forget_after_ms: { t: 'number', def: 86400000, int: true, min: 1, doc: 'a node without a report this long is `gone` and removed' },
     },
   },
   pipelines: {

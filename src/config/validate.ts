@@ -13,6 +13,9 @@ const LISTENERS: Readonly<Record<'source' | 'sink', ReadonlySet<string>>> = {
 
 const WILDCARD = new Set(['0.0.0.0', '::', '']);
 
+/** The shortest period of node reports, ms (0 turns them off). */
+const MIN_REPORT_INTERVAL_MS = 100;
+
 /**
  * Runs on a configuration that passed the schema check (loadConfig calls it only then), so names,
  * types and ports are typed. Collects every clash, in file order, and throws them together.
@@ -24,6 +27,10 @@ export function validateConfig(config: Config): Config {
   const fileSinks = new Map<string, string>();
   let stdinAt: string | undefined;
 
+  // a report every few ms would be a message storm through every relay, not a heartbeat
+  if (config.report_interval_ms > 0 && config.report_interval_ms < MIN_REPORT_INTERVAL_MS) {
+    faults.push(new ConfigError('report_interval_ms', `must be 0 (off) or at least ${MIN_REPORT_INTERVAL_MS}, got ${config.report_interval_ms}`));
+  }
   const pipelines = config.pipelines.map((p, i): PipelineConfig => {
     const at = joinPath('pipelines', i);
     if (names.has(p.name)) faults.push(new ConfigError(joinPath(at, 'name'), `duplicate pipeline name ${JSON.stringify(p.name)}`));

@@ -5,6 +5,7 @@
 import type { Counters } from './counters.js';
 import type { Entry } from './entry.js';
 import type { Logger } from './log.js';
+import type { NodeReport } from './node-report.js';
 import type { PluginConfig } from './plugin-config.js';
 import type { FilePosition, SourcePositions } from './positions.js';
 
@@ -31,6 +32,11 @@ export interface SourceContext {
   readonly duplicate?: (id: string, now: number) => boolean;
   /** True while a blocking sink is full; sources that can pause stop reading until resume(). */
   isSaturated(): boolean;
+  /**
+   * Hands on a node report a chain source received (the fleet view): it goes to the primary,
+   * never into the pipeline. Absent where nothing takes reports (`check`).
+   */
+  readonly report?: (report: NodeReport) => void;
 }
 
 export interface Source {

@@ -4,6 +4,7 @@
 import type { LogLevel, PipelineConfig } from '../config/schema.js';
 import type { PipelineCounters } from '../core/counters.js';
 import type { DedupWindow } from '../core/dedup-window.js';
+import type { NodeReport } from '../core/node-report.js';
 import type { SourcePositions } from '../core/positions.js';
 
 /** Positions of a whole pipeline: source id → file path → position. */
@@ -29,6 +30,8 @@ export type ToWorker =
       readonly node: string;
       /** `data_dir` as the node started with it (disk buffers, DESIGN.md §23); empty: none */
       readonly data_dir?: string;
+      /** `report_interval_ms` > 0: chain sinks offer and send node reports */
+      readonly reports?: boolean;
     }
   /**
    * `since`: per source id, when that source's run began (epoch ms): the first start of the
@@ -44,7 +47,9 @@ export type ToWorker =
     }
   | { readonly type: 'stop'; readonly timeout_ms: number }
   /** the checkpoint now holds these positions of the pipeline (what a disk buffer may delete) */
-  | { readonly type: 'checkpointed'; readonly positions: PipelinePositions };
+  | { readonly type: 'checkpointed'; readonly positions: PipelinePositions }
+  /** node reports for the chain sinks to send upstream: once per interval, and what was forwarded meanwhile */
+  | { readonly type: 'reports'; readonly reports: readonly NodeReport[] };
 
 export type FromWorker =
   /** the worker is listening for orders (messages sent earlier could be lost while its module loads) */
@@ -61,6 +66,8 @@ export type FromWorker =
       readonly dedup?: DedupWindow;
     }
   | { readonly type: 'log'; readonly lines: readonly string[] }
+  /** node reports the chain sources received since the last such message (coalesced, never one per entry) */
+  | { readonly type: 'reports'; readonly reports: readonly NodeReport[] }
   | {
       readonly type: 'stopped';
       readonly abandoned: number;
@@ -69,8 +76,8 @@ export type FromWorker =
       readonly dedup?: DedupWindow;
     };
 
-const TO_WORKER = new Set<ToWorker['type']>(['build', 'start', 'stop', 'checkpointed']);
-const FROM_WORKER = new Set<FromWorker['type']>(['ready', 'built', 'build_failed', 'stats', 'log', 'stopped']);
+const TO_WORKER = new Set<ToWorker['type']>(['build', 'start', 'stop', 'checkpointed', 'reports']);
+const FROM_WORKER = new Set<FromWorker['type']>(['ready', 'built', 'build_failed', 'stats', 'log', 'stopped', 'reports']);
 
 function tagged(msg: unknown): msg is { type: string } {
   return typeof msg === 'object' && msg !== null && typeof (msg as { type?: unknown }).type === 'string';

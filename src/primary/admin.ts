@@ -11,6 +11,8 @@ import { ConfigError, errorMessage } from '../core/errors.js';
 import type { Logger } from '../core/log.js';
 import { createHttpListener } from '../net/http-server.js';
 import { createAuthorizer } from '../net/tls.js';
+import { fleetViewPage } from '../ui/fleet-view.js';
+import type { FleetTable } from './fleet.js';
 import { createMetrics, METRICS_CONTENT_TYPE } from './metrics.js';
 import { nodeStatus } from './node-status.js';
 import type { Supervisor } from './supervisor.js';
@@ -23,7 +25,10 @@ export const ADMIN_MAX_CONNECTIONS = 32;
 /** A probe or scrape request is a few hundred bytes: 10 s for all of it. */
 const ADMIN_REQUEST_TIMEOUT_MS = 10_000;
 
-const PATHS = new Set(['/livez', '/readyz', '/metrics', '/status']);
+const PATHS = new Set(['/livez', '/readyz', '/metrics', '/status', '/fleet']);
+
+/** A browser asks for a page (`Accept: text/html`); anything else (curl, top, the page's own fetch) gets JSON. */
+const wantsHtml = (req: IncomingMessage): boolean => /\btext\/html\b/.test(req.headers.accept ?? '');
 
 /** Reads the admin block's PEM files now; a fault names its key (exit 78 at start). */
 function adminTlsOptions(cfg: AdminConfig): TlsOptions | undefined {
@@ -66,7 +71,7 @@ export interface AdminServer {
  * Starts the admin server when `cfg.port` is not 0 (resolves undefined otherwise). Throws a
  * ConfigError for a TLS fault; rejects with the listen error (EADDRINUSE, …) when it cannot bind.
  */
-export async function startAdmin(cfg: AdminConfig, sup: Supervisor, log: Logger): Promise<AdminServer | undefined> {
+export async function startAdmin(cfg: AdminConfig, sup: Supervisor, log: Logger, fleet?: FleetTable): Promise<AdminServer | undefined> {
   if (cfg.port === 0) return undefined;
   const tlsOptions = adminTlsOptions(cfg);
   const metrics = createMetrics();
@@ -88,7 +93,7 @@ export async function startAdmin(cfg: AdminConfig, sup: Supervisor, log: Logger)
       return;
     }
     const path = (req.url ?? '/').split('?')[0]!;
-    if (!PATHS.has(path)) {
+    if (!PATHS.has(path) || (path === '/fleet' && !fleet)) {
       json(res, 404, { error: 'not found' });
       return;
     }
@@ -109,8 +114,20 @@ export async function startAdmin(cfg: AdminConfig, sup: Supervisor, log: Logger)
       case '/status':
         json(res, 200, nodeStatus(sup));
         return;
+      case '/fleet': {
+        if (wantsHtml(req)) {
+          const page = fleetViewPage();
+          send(res, 200, 'text/html; charset=utf-8', page.html, { 'Content-Security-Policy': page.csp, 'X-Content-Type-Options': 'nosniff' });
+          return;
+        }
+        const now = Date.now();
+        fleet!.sweep(now);
+        json(res, 200, { nodes: fleet!.view(now), forgotten: { ...fleet!.forgotten } });
+        return;
+      }
       case '/metrics':
-        metrics.render(nodeStatus(sup)).then(
+        if (fleet) fleet.sweep(Date.now());
+        metrics.render(nodeStatus(sup), fleet?.sample(Date.now())).then(
           (text) => send(res, 200, METRICS_CONTENT_TYPE, text),
           (err: unknown) => send(res, 500, 'text/plain; charset=utf-8', `${errorMessage(err)}\n`),
         );

@@ -4,6 +4,7 @@
 // build_info's version and node, reloads' result): never a path, a peer or a client.
 
 import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
+import { FLEET_STATES, type FleetSample } from './fleet.js';
 import type { NodeStatus, PipelineStatus } from './node-status.js';
 
 export const METRICS_CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8';
@@ -13,7 +14,8 @@ const RENDER_REUSE_MS = 1000;
 type Labels = Record<string, string>;
 /** One sample of a family: its labels and value. */
 type Sample = readonly [Labels, number];
-type Sampler = (status: NodeStatus) => Iterable<Sample>;
+/** `fleet`: the fleet table's figures, on a node with the fleet view on (DESIGN.md §26). */
+type Sampler = (status: NodeStatus, fleet: FleetSample | undefined) => Iterable<Sample>;
 
 /** For each pipeline, the samples `each` gives, labelled with the pipeline. */
 const perPipeline =
@@ -195,6 +197,36 @@ const FAMILIES: readonly Family[] = [
     labels: ['pipeline', 'component'],
     samples: perPipeline((p) => Object.entries(p.certificate_expiry_seconds).map(([component, v]): Sample => [{ component }, v])),
   },
+  // The fleet view (only where it is on): one series per node, bounded by fleet.max_nodes, gone
+  // with its node. The `node` label is the one place a name from outside this node is a label.
+  {
+    name: 'logrelay_fleet_nodes',
+    help: 'Nodes in the fleet view, by state (live, silent, gone).',
+    kind: 'gauge',
+    labels: ['state'],
+    samples: (_s, f) => (f ? FLEET_STATES.map((state): Sample => [{ state }, f.states[state]]) : []),
+  },
+  {
+    name: 'logrelay_fleet_node_last_seen_timestamp_seconds',
+    help: 'When the fleet view last got a report of the node, Unix seconds (this node\u2019s clock).',
+    kind: 'gauge',
+    labels: ['node'],
+    samples: (_s, f) => (f ? f.nodes.map((n): Sample => [{ node: n.node }, n.lastSeenSeconds]) : []),
+  },
+  {
+    name: 'logrelay_fleet_node_lag_bytes',
+    help: 'Bytes in the node\u2019s file sources not read yet, as its latest report gave them.',
+    kind: 'gauge',
+    labels: ['node'],
+    samples: (_s, f) => (f ? f.nodes.map((n): Sample => [{ node: n.node }, n.lagBytes]) : []),
+  },
+  {
+    name: 'logrelay_fleet_nodes_forgotten_total',
+    help: 'Nodes the fleet view removed: max_nodes (room for a newer one) or forget_after (no report within fleet.forget_after_ms).',
+    kind: 'counter',
+    labels: ['reason'],
+    samples: (_s, f) => (f ? Object.entries(f.forgotten).map(([reason, n]): Sample => [{ reason }, n]) : []),
+  },
 ];
 
 /** The names of the §16 families (tests and `top` check against it). */
@@ -204,14 +236,15 @@ export const FAMILY_NAMES: readonly string[] = FAMILIES.map((f) => f.name);
 export const METRIC_FAMILIES: ReadonlyArray<Pick<Family, 'name' | 'help' | 'kind' | 'labels'>> = FAMILIES.map(({ name, help, kind, labels }) => ({ name, help, kind, labels }));
 
 export interface Metrics {
-  /** The exposition text for this status. */
-  render(status: NodeStatus): Promise<string>;
+  /** The exposition text for this status (and the fleet table's figures, where the view is on). */
+  render(status: NodeStatus, fleet?: FleetSample): Promise<string>;
 }
 
 export function createMetrics(): Metrics {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   let status: NodeStatus | undefined;
+  let fleetSample: FleetSample | undefined;
   for (const f of FAMILIES) {
     const common = { name: f.name, help: f.help, labelNames: f.labels, registers: [registry] };
     if (f.kind === 'counter') {
@@ -219,7 +252,7 @@ export function createMetrics(): Metrics {
         ...common,
         collect() {
           this.reset();
-          if (status) for (const [labels, value] of f.samples(status)) this.inc(labels, value);
+          if (status) for (const [labels, value] of f.samples(status, fleetSample)) this.inc(labels, value);
         },
       });
     } else {
@@ -227,7 +260,7 @@ export function createMetrics(): Metrics {
         ...common,
         collect() {
           this.reset();
-          if (status) for (const [labels, value] of f.samples(status)) this.set(labels, value);
+          if (status) for (const [labels, value] of f.samples(status, fleetSample)) this.set(labels, value);
         },
       });
     }
@@ -236,11 +269,12 @@ export function createMetrics(): Metrics {
   // last one's, within RENDER_REUSE_MS, gets that text, and concurrent scrapes share one render.
   let last: { key: string; at: number; text: Promise<string> } | undefined;
   return {
-    render(s) {
-      const key = JSON.stringify({ ...s, uptime_seconds: 0 });
+    render(s, fleet) {
+      const key = JSON.stringify({ ...s, uptime_seconds: 0, fleet });
       const now = Date.now();
       if (last && last.key === key && now - last.at < RENDER_REUSE_MS) return last.text;
       status = s;
+      fleetSample = fleet;
       // prom-client writes a NaN sample (an event-loop lag with no sample yet) as `Nan`; the format says `NaN`.
       const text = registry.metrics().then((t) => t.replace(/ Nan$/gm, ' NaN'));
       last = { key, at: now, text };

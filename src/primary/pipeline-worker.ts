@@ -60,6 +60,8 @@ export class PipelineWorker {
     readonly node: string,
     /** `data_dir` the node started with */
     readonly dataDir: string,
+    /** `report_interval_ms` > 0: its chain sinks offer and send node reports */
+    readonly reports = false,
   ) {
     this.built = new Promise((resolve, reject) => {
       this.resolveBuilt = resolve;
@@ -85,7 +87,7 @@ export class PipelineWorker {
   onReady(): void {
     this.ready = true;
     if (this.planned) this.send({ type: 'stop', timeout_ms: this.stopTimeoutMs });
-    else this.send({ type: 'build', generation: this.generation, pipeline: this.pipeline, level: this.level, node: this.node, data_dir: this.dataDir });
+    else this.send({ type: 'build', generation: this.generation, pipeline: this.pipeline, level: this.level, node: this.node, data_dir: this.dataDir, reports: this.reports });
   }
 
   onBuilt(): void {

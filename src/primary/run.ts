@@ -5,6 +5,8 @@ import type { Config } from '../config/schema.js';
 import { ConfigError, errorMessage } from '../core/errors.js';
 import { type AdminServer, startAdmin } from './admin.js';
 import { type Checkpointer, DataDirInUse, lockDataDir, readCheckpoint, startCheckpointer } from './checkpoint.js';
+import { FleetTable } from './fleet.js';
+import { type Reports, startReports } from './reports.js';
 import { createServiceLog } from './service-log.js';
 import { startStatusReporter } from './status.js';
 import { Supervisor } from './supervisor.js';
@@ -80,10 +82,12 @@ export async function runPrimary(opts: RunOptions): Promise<number> {
   process.on('SIGINT', () => onStop('SIGINT'));
   process.on('SIGHUP', () => void sup.reload());
 
+  // the fleet view, like the admin endpoint that serves it, is set up at start only
+  const fleet = opts.config.fleet.enabled ? new FleetTable(opts.config.fleet) : undefined;
   // Up before the pipelines, so /readyz says 503 while they start.
   let admin: AdminServer | undefined;
   try {
-    admin = await startAdmin(opts.config.admin, sup, log);
+    admin = await startAdmin(opts.config.admin, sup, log, fleet);
   } catch (err) {
     const config = err instanceof ConfigError;
     log.error({ error: errorMessage(err) }, config ? 'Invalid admin configuration' : 'Admin endpoint cannot listen');
@@ -100,6 +104,8 @@ export async function runPrimary(opts: RunOptions): Promise<number> {
     return started === 'unavailable' ? EXIT_UNAVAILABLE : EXIT_CONFIG;
   }
 
+  const reports: Reports = startReports(sup, fleet);
+  sup.onReports = (r) => reports.take(r);
   let stopReporter = opts.config.status_reporter ? startStatusReporter(sup, log, opts.config.status_interval_ms) : () => {};
   // auto_reload: the configuration file and every TLS file it names (kubelet's atomic volume
   // updates included: DESIGN.md §22). Pipeline certificates are read when a generation builds, so
@@ -138,12 +144,14 @@ export async function runPrimary(opts: RunOptions): Promise<number> {
   };
   armWatch();
   onReloaded = (c) => {
+    reports.reconfigure(c);
     stopReporter();
     stopReporter = c.status_reporter ? startStatusReporter(sup, log, c.status_interval_ms) : () => {};
     armWatch();
   };
 
   const code = await done;
+  reports.stop();
   stopReporter();
   watch?.stop();
   await admin?.close();

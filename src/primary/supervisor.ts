@@ -10,7 +10,8 @@ import type { Config, PipelineConfig } from '../config/schema.js';
 import type { PipelineCounters } from '../core/counters.js';
 import { errorMessage } from '../core/errors.js';
 import type { Logger } from '../core/log.js';
-import { type FromWorker, isFromWorker, type PipelinePositions, type WorkerGauges } from '../ipc/messages.js';
+import type { NodeReport } from '../core/node-report.js';
+import { type FromWorker, isFromWorker, type PipelinePositions, type ToWorker, type WorkerGauges } from '../ipc/messages.js';
 import { CarriedState } from './carried-state.js';
 import type { CheckpointState } from './checkpoint.js';
 import { awaitBuilt, buildFailure, PipelineBuildError, PipelineWorker } from './pipeline-worker.js';
@@ -78,7 +79,10 @@ export class Supervisor {
   readonly reloads = { ok: 0, failed: 0 };
   /** per pipeline name, per sink id: entries abandoned by stopped workers (§16 reason `abandoned`) */
   private readonly abandoned = new Map<string, Record<string, number>>();
-  private readonly startedAt = Date.now();
+  /** when the node started, epoch ms */
+  readonly startedAt = Date.now();
+  /** node reports the workers' chain sources received (the fleet view) */
+  onReports: ((reports: readonly NodeReport[]) => void) | undefined;
   /** `data_dir` as the node started (read at start only, like the checkpoint's) */
   private readonly dataDir: string;
   /** the data_dir checkpoint's counters, shown with every pipeline's */
@@ -108,7 +112,7 @@ export class Supervisor {
   /** `config`: the configuration the worker's generation belongs to (for its `quiet`). */
   private fork(pipeline: PipelineConfig, generation: number, config: Config = this.config): PipelineWorker {
     const worker = cluster.fork();
-    const pw = new PipelineWorker(worker, pipeline, generation, this.opts.log.levelFor(config.quiet), config.node_name, this.dataDir);
+    const pw = new PipelineWorker(worker, pipeline, generation, this.opts.log.levelFor(config.quiet), config.node_name, this.dataDir, config.report_interval_ms > 0);
     this.live.add(pw);
     worker.on('message', (msg: unknown) => {
       if (isFromWorker(msg)) this.onMessage(pw, msg);
@@ -129,6 +133,9 @@ export class Supervisor {
         return;
       case 'log':
         this.opts.log.writeLines(msg.lines);
+        return;
+      case 'reports':
+        this.onReports?.(msg.reports);
         return;
       case 'built':
         pw.onBuilt();
@@ -201,6 +208,11 @@ export class Supervisor {
     this.log.info({ pipeline: pw.name, generation: pw.generation }, 'Starting pipeline');
     const since = this.carried.runStarts(pw.pipeline, pw.startedAt);
     pw.send({ type: 'start', positions: this.carried.positionsOf(pw.name), since, dedup: this.carried.windowFor(pw.pipeline)?.snapshot() });
+  }
+
+  /** Sends `msg` to every running worker of the current generation. */
+  sendToRunning(msg: ToWorker): void {
+    for (const w of this.current.values()) if (w.state === 'running') w.send(msg);
   }
 
   /** Takes over what a checkpoint kept (DESIGN.md §15): positions, run starts, dedup windows. */

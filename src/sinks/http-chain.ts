@@ -8,7 +8,8 @@ import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { HeldWaiters } from '../chain/held-waiters.js';
 import { chainBackoff, type ChainSinkConfig, chainSinkConfig, chainSinkFields } from '../chain/sink-config.js';
 import type { PluginSpec } from '../config/spec.js';
-import { defaultNode, HEADER_NODE, HEADER_PROTOCOL, NDJSON, PROTOCOL_VERSION } from '../chain/protocol.js';
+import { defaultNode, HEADER_NODE, HEADER_PROTOCOL, NDJSON, PROTOCOL_VERSION, reportPath } from '../chain/protocol.js';
+import type { NodeReport } from '../core/node-report.js';
 import { eachWireRun, encodeWire, type WireItem, wireItems } from '../chain/wire.js';
 import { settle, type Ticket } from '../core/ack.js';
 import { errorMessage } from '../core/errors.js';
@@ -86,7 +87,7 @@ export const createHttpChainSink: SinkFactory = (plugin, ctx): Sink => {
   const tlsOptions = clientTlsOptions('sink', plugin.id, cfg.tls, cfg.host);
   const node = cfg.node ?? ctx.node ?? defaultNode();
   const backoff = chainBackoff(cfg);
-  const counters = { connected: 0, reconnects: 0, batches_sent: 0, dropped_batches: 0, synthesized: 0 };
+  const counters = { connected: 0, reconnects: 0, batches_sent: 0, dropped_batches: 0, synthesized: 0, reports_sent: 0, reports_dropped: 0 };
   const log = ctx.log;
   const link = createLinkState(counters, log, `${cfg.host}:${cfg.port}`);
   const headers = {
@@ -207,6 +208,45 @@ export const createHttpChainSink: SinkFactory = (plugin, ctx): Sink => {
     req.end(batch.body[last]);
   };
 
+  // Node reports: one request at a time to `<path>/report`, the reports as NDJSON; a set given
+  // while one is out waits, and a newer set replaces it (counted). Never retried: the next comes.
+  let reportOut = false;
+  let reportWaiting: readonly NodeReport[] | undefined;
+  const postReports = (reports: readonly NodeReport[]) => {
+    reportOut = true;
+    agent ??= tlsOptions
+      ? new HttpsAgent({ ...tlsOptions, keepAlive: true, maxSockets: MAX_IN_FLIGHT, timeout: 30_000 })
+      : new HttpAgent({ keepAlive: true, maxSockets: MAX_IN_FLIGHT, timeout: 30_000 });
+    const body = Buffer.from(reports.map((r) => JSON.stringify(r)).join('\n'));
+    let over = false;
+    const finish = (ok: boolean) => {
+      if (over) return;
+      over = true;
+      if (ok) counters.reports_sent += reports.length;
+      else counters.reports_dropped += reports.length;
+      reportOut = false;
+      const next = reportWaiting;
+      reportWaiting = undefined;
+      if (next && !closing) postReports(next);
+    };
+    const req = request({
+      host: cfg.host,
+      port: cfg.port,
+      path: reportPath(cfg.path),
+      method: 'POST',
+      agent,
+      headers: { ...headers, 'Content-Length': body.length },
+    });
+    req.setTimeout(cfg.request_timeout_ms, () => req.destroy(new Error('report request timed out')));
+    req.on('error', () => finish(false));
+    req.on('response', (res) => {
+      res.resume();
+      const status = res.statusCode ?? 0;
+      finish(status >= 200 && status < 300);
+    });
+    req.end(body);
+  };
+
   return {
     id: plugin.id,
     type: 'http_chain',
@@ -234,9 +274,20 @@ export const createHttpChainSink: SinkFactory = (plugin, ctx): Sink => {
       else if (building.length > 0 && !flushTimer) flushTimer = setTimeout(closeBatch, cfg.flush_interval_ms);
       return waiters.whenRoom(closing);
     },
+    report(reports) {
+      if (!ctx.reports || ctx.checkOnly || closing || reports.length === 0) return;
+      if (!reportOut) {
+        postReports(reports);
+        return;
+      }
+      if (reportWaiting) counters.reports_dropped += reportWaiting.length;
+      reportWaiting = reports;
+    },
     held,
     async close(deadline) {
       closing = true;
+      if (reportWaiting) counters.reports_dropped += reportWaiting.length;
+      reportWaiting = undefined;
       closeBatch();
       waiters.wake(closing);
       if (held() > 0 && !ctx.checkOnly) await waiters.emptyBy(deadline);

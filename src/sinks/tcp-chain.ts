@@ -7,7 +7,7 @@ import type { ConnectionOptions } from 'node:tls';
 import { HeldWaiters } from '../chain/held-waiters.js';
 import { chainBackoff, type ChainSinkConfig, chainSinkConfig, chainSinkFields } from '../chain/sink-config.js';
 import type { PluginSpec } from '../config/spec.js';
-import { defaultNode, helloLine, LineSplitter, parseServerLine } from '../chain/protocol.js';
+import { defaultNode, helloLine, LineSplitter, offerOf, parseServerLine, reportLine } from '../chain/protocol.js';
 import { eachWireRun, encodeWire, type WireItem, wireItems } from '../chain/wire.js';
 import { settleAll } from '../core/ack.js';
 import { DialLoop } from '../net/dial-loop.js';
@@ -32,9 +32,9 @@ export const createTcpChainSink: SinkFactory = (plugin, ctx): Sink => {
   const cfg = chainSinkConfig<TcpChainSinkConfig>(plugin, TCP_CHAIN_SINK);
   const tlsOptions: ConnectionOptions | undefined = clientTlsOptions('sink', plugin.id, cfg.tls, cfg.host);
   const node = cfg.node ?? ctx.node ?? defaultNode();
-  const hello = helloLine(node);
+  const hello = helloLine(node, offerOf({ report: ctx.reports ? 1 : undefined }));
   const backoff = chainBackoff(cfg);
-  const counters = { connected: 0, reconnects: 0, unacked: 0, synthesized: 0 };
+  const counters = { connected: 0, reconnects: 0, unacked: 0, synthesized: 0, reports_sent: 0, reports_dropped: 0 };
   const log = ctx.log;
   const link = createLinkState(counters, log, `${cfg.host}:${cfg.port}`);
 
@@ -49,6 +49,10 @@ export const createTcpChainSink: SinkFactory = (plugin, ctx): Sink => {
 
   let socket: Socket | undefined;
   let closing = false;
+  /** the peer accepted node reports in its answer to the hello */
+  let reportsAccepted = false;
+  /** the latest reports given while the link was not ready (a newer set replaces them, counted) */
+  let pendingReports: { text: string; count: number } | undefined;
   const loop = new DialLoop({
     host: cfg.host,
     port: cfg.port,
@@ -94,6 +98,19 @@ export const createTcpChainSink: SinkFactory = (plugin, ctx): Sink => {
     if (!fits) loop.watchWrite(s);
   };
 
+  /** Sends the reports waiting, or drops them (counted) when the peer takes none or the link is backed up. */
+  const flushReports = () => {
+    const r = pendingReports;
+    if (!r || loop.state !== 'ready' || !socket) return;
+    pendingReports = undefined;
+    if (!reportsAccepted || socket.writableNeedDrain) {
+      counters.reports_dropped += r.count;
+      return;
+    }
+    socket.write(r.text);
+    counters.reports_sent += r.count;
+  };
+
   const openLink = () => {
     const s = loop.connectStream((failure, wasReady) => onClosed(s, failure, wasReady));
     socket = s;
@@ -109,8 +126,10 @@ export const createTcpChainSink: SinkFactory = (plugin, ctx): Sink => {
           loop.ready();
           sent = 0;
           lastAck = 0;
+          reportsAccepted = msg.accept.report === 1;
           link.up({ tls: !!tlsOptions, node, unacked: held() });
           sendPending();
+          flushReports();
         } else if (msg.kind === 'error') {
           s.destroy(new Error(`peer refused: ${msg.error}`));
         }
@@ -123,6 +142,7 @@ export const createTcpChainSink: SinkFactory = (plugin, ctx): Sink => {
     if (socket !== s) return;
     socket = undefined;
     sent = 0;
+    reportsAccepted = false;
     const fields = { remote: `${cfg.host}:${cfg.port}`, error: failure ?? 'connection closed', unacked: held() };
     // A link that was up says so once (WARN `Chain link down`); a planned close says nothing.
     link.down({ error: fields.error, unacked: fields.unacked }, closing);
@@ -164,9 +184,19 @@ export const createTcpChainSink: SinkFactory = (plugin, ctx): Sink => {
       else if (!ctx.checkOnly) loop.dial();
       return waiters.whenRoom(closing);
     },
+    report(reports) {
+      if (!ctx.reports || ctx.checkOnly || closing || reports.length === 0) return;
+      if (pendingReports) counters.reports_dropped += pendingReports.count;
+      pendingReports = { text: reports.map(reportLine).join(''), count: reports.length };
+      // a link with nothing to send is dialled for the reports alone: an idle edge still reports
+      if (loop.state === 'ready') flushReports();
+      else loop.dial();
+    },
     held,
     async close(deadline) {
       closing = true;
+      if (pendingReports) counters.reports_dropped += pendingReports.count;
+      pendingReports = undefined;
       waiters.wake(closing);
       if (held() > 0 && !ctx.checkOnly) {
         loop.dial();

@@ -3,6 +3,7 @@
 import type { PluginConfig } from '../config/schema.js';
 import type { Counters } from '../core/counters.js';
 import type { Logger } from '../core/log.js';
+import type { NodeReport } from '../core/node-report.js';
 import type { OnFull } from '../core/queue.js';
 import type { SinkItem } from '../core/sink-item.js';
 
@@ -15,6 +16,8 @@ export interface SinkContext {
   readonly checkOnly: boolean;
   /** this node's name (`node_name`): the default `node` a chain sink announces */
   readonly node: string;
+  /** `report_interval_ms` > 0: chain sinks offer node reports to their peer and send what report() gives them */
+  readonly reports?: boolean;
   /**
    * `fanout = "any"`: a broken link hands the items it holds unacknowledged to the other live
    * sinks; true when they were taken (the sink forgets them), false when no other sink is live.
@@ -41,6 +44,11 @@ export interface Sink {
   readonly sendsWire?: boolean;
   /** For `fanout = "any"`: false while the link is down (the sink then skips entries). */
   linkUp?(): boolean;
+  /**
+   * Chain sinks: sends node reports upstream (the node's own and those it forwards), beside the
+   * entries and never as one; what cannot be sent is dropped and counted `reports_dropped`.
+   */
+  report?(reports: readonly NodeReport[]): void;
   /** Build step: bind listeners, open files. Not called by `check`. */
   open?(): Promise<void>;
   /** Takes a batch; the returned promise (if any) resolves when the sink can take the next one. */

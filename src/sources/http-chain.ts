@@ -7,7 +7,9 @@ import { StringDecoder } from 'node:string_decoder';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
-import { decodeEntry, HEADER_ACCEPTED, HEADER_NODE, HEADER_PROTOCOL, LineSplitter, PROTOCOL_VERSION, RETRY_AFTER_S, trailingIdOf } from '../chain/protocol.js';
+import { decodeEntry, HEADER_ACCEPTED, HEADER_NODE, HEADER_PROTOCOL, LineSplitter, PROTOCOL_VERSION, reportPath, RETRY_AFTER_S, trailingIdOf } from '../chain/protocol.js';
+import { reportSourceCounters, takeReport } from '../chain/reports.js';
+import { parseJsonText } from '../core/entry.js';
 import { CHAIN_SOURCE_BUFFER_SIZE, type ChainSourceConfig, chainSourceConfig, chainSourceFields } from '../chain/source-config.js';
 import type { PluginSpec } from '../config/spec.js';
 import { doneBy } from '../core/ack.js';
@@ -64,7 +66,9 @@ export const createHttpChainSource: SourceFactory = (plugin, ctx): Source => {
     parse_errors: 0,
     tls_handshake_errors: 0,
     auth_rejected: 0,
+    ...reportSourceCounters(),
   };
+  const reportsAt = reportPath(cfg.path);
   const { tlsOptions, authorize } = serverSecurity('source', plugin.id, cfg, ctx, counters);
   const peers = new WeakMap<Socket, Peer>();
   let server: Server | undefined;
@@ -155,6 +159,29 @@ export const createHttpChainSource: SourceFactory = (plugin, ctx): Source => {
     batchDone();
   };
 
+  /** `POST <path>/report`: node reports, one JSON object per line; never entries, answered 204 even while the pipeline is saturated. */
+  const takeReports = (req: IncomingMessage, res: ServerResponse, peer: Peer | undefined) => {
+    readLimitedChunks(req, cfg.max_body_bytes, bodies, (outcome) => {
+      if (outcome === 'too_large') {
+        json(res, 413, { error: `body over max_body_bytes (${cfg.max_body_bytes})` }, { Connection: 'close' });
+      } else if (outcome === 'busy') {
+        busy(res);
+      } else if (outcome !== 'aborted') {
+        const identity = peer?.session.auth_identity;
+        let accepted = 0;
+        let rejected = 0;
+        for (const line of Buffer.concat(outcome).toString('utf8').split('\n')) {
+          if (line.trim() === '') continue;
+          if (takeReport(parseJsonText(line), identity, counters, ctx.report)) accepted++;
+          else rejected++;
+        }
+        // refused (403) only when nothing in it was taken: the sender counts the whole request
+        res.writeHead(rejected > 0 && accepted === 0 ? 403 : 204);
+        res.end();
+      }
+    });
+  };
+
   const handle = (req: IncomingMessage, res: ServerResponse) => {
     counters.total_requests++;
     const peer = peers.get(req.socket);
@@ -164,6 +191,10 @@ export const createHttpChainSource: SourceFactory = (plugin, ctx): Source => {
     if (peer && !peer.allowed) {
       req.resume();
       json(res, 403, { error: 'forbidden' }, { Connection: 'close' });
+      return;
+    }
+    if (path === reportsAt && req.method === 'POST' && headerValue(req.headers[HEADER_PROTOCOL]) === String(PROTOCOL_VERSION) && !stopping) {
+      takeReports(req, res, peer);
       return;
     }
     if (path !== cfg.path) {

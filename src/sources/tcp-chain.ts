@@ -4,7 +4,8 @@
 // order. A saturated pipeline pauses every connection (TCP backpressure).
 
 import type { Server, Socket } from 'node:net';
-import { ackLine, decodeEntry, errorLine, LineSplitter, OK_LINE, parseHello, trailingIdOf } from '../chain/protocol.js';
+import { acceptOf, ackLine, decodeEntry, errorLine, isReportLine, LineSplitter, okLine, parseHello, reportOfLine, trailingIdOf } from '../chain/protocol.js';
+import { reportSourceCounters, takeReport } from '../chain/reports.js';
 import { CHAIN_SOURCE_BUFFER_SIZE, type ChainSourceConfig, chainSourceConfig, chainSourceCounters, chainSourceFields } from '../chain/source-config.js';
 import type { PluginSpec } from '../config/spec.js';
 import { doneBy, InOrder } from '../core/ack.js';
@@ -28,6 +29,8 @@ interface Link {
   session?: Session;
   /** hello accepted */
   ready: boolean;
+  /** the hello offered reports and this source accepted them: `{"report":…}` lines are control lines */
+  reports: boolean;
   node: string | undefined;
   /** entries handed to the pipeline on this connection */
   received: number;
@@ -53,7 +56,7 @@ export const TCP_CHAIN_SOURCE: PluginSpec = {
 
 export const createTcpChainSource: SourceFactory = (plugin, ctx): Source => {
   const cfg = chainSourceConfig<TcpChainSourceConfig>(plugin, TCP_CHAIN_SOURCE);
-  const counters = chainSourceCounters();
+  const counters = { ...chainSourceCounters(), ...reportSourceCounters() };
   const { tlsOptions, authorize } = serverSecurity('source', plugin.id, cfg, ctx, counters);
   const links = new Set<Link>();
   /** connections accepted before start(): they wait, unread */
@@ -124,10 +127,16 @@ export const createTcpChainSource: SourceFactory = (plugin, ctx): Source => {
         }
         link.ready = true;
         link.node = link.session?.auth_identity ?? (hello.node || undefined);
-        socket.write(OK_LINE);
+        const accept = acceptOf(hello.offer);
+        link.reports = accept.report !== undefined;
+        socket.write(okLine(accept));
         return;
       }
       if (line.length === 0) return;
+      if (link.reports && isReportLine(line)) {
+        takeReport(reportOfLine(line), link.session?.auth_identity, counters, ctx.report);
+        return;
+      }
       const now = Date.now();
       if (ctx.duplicate) {
         // a copy the dedup window already has is dropped before its decode
@@ -166,6 +175,7 @@ export const createTcpChainSource: SourceFactory = (plugin, ctx): Source => {
     const link: Link = {
       socket,
       ready: false,
+      reports: false,
       node: undefined,
       received: 0,
       done: 0,

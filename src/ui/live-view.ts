@@ -35,7 +35,15 @@ function escapeAttribute(text: string): string {
 export function liveViewPage(streamPath: string): LiveViewPage {
   template ??= readFileSync(PAGE_URL, 'utf8');
   const html = template.replace(STREAM_PATH_MARK, escapeAttribute(streamPath));
-  const csp = [
+  return { html, csp: pageCsp(html) };
+}
+
+/**
+ * The Content-Security-Policy of a static page of ours (the live view, the fleet view): anything
+ * from its own origin, its inline scripts and styles by hash, nothing else.
+ */
+export function pageCsp(html: string): string {
+  return [
     "default-src 'self'",
     `script-src 'self' ${hashesOf(html, 'script')}`,
     `style-src 'self' ${hashesOf(html, 'style')}`,
@@ -44,5 +52,4 @@ export function liveViewPage(streamPath: string): LiveViewPage {
     "form-action 'none'",
     "frame-ancestors 'none'",
   ].join('; ');
-  return { html, csp };
 }

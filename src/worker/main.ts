@@ -4,6 +4,7 @@
 
 import { errorMessage, PluginError } from '../core/errors.js';
 import { createLogger, type Logger } from '../core/log.js';
+import type { NodeReport } from '../core/node-report.js';
 import { type FromWorker, isToWorker, type ToWorker } from '../ipc/messages.js';
 import { watchCertificates } from '../net/cert-expiry.js';
 import { createDropWarner, type DropWarner } from './drop-warn.js';
@@ -12,6 +13,10 @@ import { IpcLogStream } from './ipc-log.js';
 import { buildPipeline, type Pipeline } from './pipeline.js';
 
 const STATS_INTERVAL_MS = 1000;
+/** Reports received by the chain sources go to the primary together, at most this often, ms. */
+const REPORTS_COALESCE_MS = 50;
+/** Most reports held for one such message (one per node and path: a newer one replaces the older); at this many it goes at once. */
+const MAX_REPORTS_HELD = 5000;
 
 for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(sig, () => {});
 process.on('disconnect', () => process.exit(0));
@@ -21,6 +26,25 @@ let log: Logger | undefined;
 let pipeline: Pipeline | undefined;
 let statsTimer: NodeJS.Timeout | undefined;
 let dropWarner: DropWarner | undefined;
+/** node reports received and not yet passed to the primary, by node and path */
+const receivedReports = new Map<string, NodeReport>();
+let reportsTimer: NodeJS.Timeout | undefined;
+
+function sendReports(): void {
+  clearTimeout(reportsTimer);
+  reportsTimer = undefined;
+  const reports = [...receivedReports.values()];
+  receivedReports.clear();
+  if (reports.length > 0) send({ type: 'reports', reports });
+}
+
+function onReport(report: NodeReport): void {
+  const key = `${report.node}\u0000${report.via.join('\u0000')}`;
+  receivedReports.delete(key);
+  receivedReports.set(key, report);
+  if (receivedReports.size >= MAX_REPORTS_HELD) sendReports();
+  else reportsTimer ??= setTimeout(sendReports, REPORTS_COALESCE_MS);
+}
 
 function send(msg: FromWorker, done?: () => void): void {
   if (!process.connected) return;
@@ -40,7 +64,7 @@ async function onMessage(msg: ToWorker): Promise<void> {
     case 'build': {
       log = createLogger(msg.level, logStream);
       try {
-        pipeline = buildPipeline(msg.pipeline, { log, checkOnly: false, debug: msg.level === 'debug', node: msg.node, dataDir: msg.data_dir });
+        pipeline = buildPipeline(msg.pipeline, { log, checkOnly: false, debug: msg.level === 'debug', node: msg.node, dataDir: msg.data_dir, reports: msg.reports, onReport });
         await pipeline.open();
         watchCertificates(log, pipeline.name);
         dropWarner = createDropWarner(log, pipeline.name, Object.fromEntries(msg.pipeline.plugin_sinks.map((p) => [p.id, p.type])));
@@ -59,6 +83,10 @@ async function onMessage(msg: ToWorker): Promise<void> {
     }
     case 'checkpointed': {
       pipeline?.checkpointed(msg.positions);
+      return;
+    }
+    case 'reports': {
+      pipeline?.report(msg.reports);
       return;
     }
     case 'stop': {

@@ -10,6 +10,7 @@ import type { PipelineCounters } from '../core/counters.js';
 import type { Entry } from '../core/entry.js';
 import { errorMessage, errorMessages } from '../core/errors.js';
 import type { Logger } from '../core/log.js';
+import type { NodeReport } from '../core/node-report.js';
 import { BoundedQueue } from '../core/queue.js';
 import { IdSequence } from '../core/ids.js';
 import type { DedupWindow } from '../flow/dedup.js';
@@ -45,6 +46,10 @@ export interface BuildOptions {
   readonly node: string;
   /** `data_dir`, where disk buffers live (DESIGN.md §23); empty or absent: none */
   readonly dataDir?: string;
+  /** `report_interval_ms` > 0: chain sinks offer and send node reports */
+  readonly reports?: boolean;
+  /** where node reports received by chain sources go (the worker passes them to the primary) */
+  readonly onReport?: (report: NodeReport) => void;
 }
 
 export interface Pipeline {
@@ -63,6 +68,8 @@ export interface Pipeline {
   doneIds(): DedupWindow | undefined;
   /** The checkpoint saved these positions (disk buffers delete the segments they passed). */
   checkpointed(positions: PipelinePositions): void;
+  /** Node reports to send upstream: every chain sink sends them (never as entries). */
+  report(reports: readonly NodeReport[]): void;
 }
 
 /**
@@ -132,6 +139,7 @@ class AssembledPipeline implements Pipeline {
           log,
           checkOnly: opts.checkOnly,
           node: opts.node,
+          reports: opts.reports ?? false,
           failover: cfg.fanout === 'any' ? (items) => !!ref.sink && this.failover(ref.sink, items) : undefined,
         });
         ref.sink = sink;
@@ -164,7 +172,7 @@ class AssembledPipeline implements Pipeline {
           if (ref.source) this.emitBatch(ref.source, ids, entries, done);
         };
         const duplicate = this.flow?.dedup ? this.flow.seen : undefined;
-        const ctx = { pipeline: cfg.name, log, checkOnly: opts.checkOnly, emit, isSaturated: () => this.saturated, idNode, duplicate };
+        const ctx = { pipeline: cfg.name, log, checkOnly: opts.checkOnly, emit, isSaturated: () => this.saturated, idNode, duplicate, report: opts.onReport };
         // a source with a disk buffer (DESIGN.md §23) is wrapped: its entries go through the buffer
         const source = withBuffer(factory, plugin, ctx, { dataDir: opts.dataDir ?? '', node: opts.node, window: bufferWindow });
         ref.source = source;
@@ -358,6 +366,11 @@ class AssembledPipeline implements Pipeline {
 
   checkpointed(positions: PipelinePositions): void {
     for (const s of this.sources) s.checkpointed?.(positions[s.id] ?? {});
+  }
+
+  report(reports: readonly NodeReport[]): void {
+    if (this.stopping) return;
+    for (const sink of this.sinks) sink.report?.(reports);
   }
 
   positions(): PipelinePositions {

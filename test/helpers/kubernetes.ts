@@ -116,10 +116,17 @@ export interface Container {
   volumeMounts?: VolumeMount[];
 }
 
+/** A Secret's key placed at a path of its volume (`items` of a Secret or projected source). */
+export interface KeyToPath {
+  key: string;
+  path: string;
+}
+
 export interface Volume {
   name: string;
   configMap?: { name: string };
-  secret?: { secretName: string; defaultMode?: number };
+  secret?: { secretName: string; defaultMode?: number; items?: KeyToPath[] };
+  projected?: { defaultMode?: number; sources: { secret?: { name: string; items?: KeyToPath[] }; configMap?: { name: string; items?: KeyToPath[] } }[] };
   hostPath?: { path: string; type?: string };
   emptyDir?: unknown;
 }
@@ -185,17 +192,23 @@ export const DOWNWARD_VALUES: Readonly<Record<string, string>> = {
   'status.podIP': '10.244.1.7',
 };
 
+/** The names of the workload's pods: a StatefulSet's `<name>-<ordinal>`; a DaemonSet's one stand-in. */
+export function podNamesOf(w: Workload): string[] {
+  if (w.kind === 'StatefulSet') return Array.from({ length: w.replicas }, (_, i) => `${w.name}-${i}`);
+  return [`${w.name}-x7k2p`];
+}
+
 /**
  * The container's environment as the pod would get it: literal values, and downward API fields
- * filled from `downward` (metadata.name is the workload's first pod name).
+ * filled from `downward` (metadata.name is `pod`, by default the workload's first pod name).
  */
-export function envOf(w: Workload, downward: Readonly<Record<string, string>> = DOWNWARD_VALUES): Record<string, string> {
+export function envOf(w: Workload, downward: Readonly<Record<string, string>> = DOWNWARD_VALUES, pod = podNamesOf(w)[0]!): Record<string, string> {
   const out: Record<string, string> = {};
   for (const e of w.container.env ?? []) {
     if (e.value !== undefined) out[e.name] = e.value;
     else if (e.valueFrom?.fieldRef) {
       const path = e.valueFrom.fieldRef.fieldPath;
-      const v = path === 'metadata.name' ? (w.kind === 'StatefulSet' ? `${w.name}-0` : `${w.name}-x7k2p`) : downward[path];
+      const v = path === 'metadata.name' ? pod : downward[path];
       if (v === undefined) throw new Error(`${w.name}: env ${e.name} reads ${path}, which has no stand-in`);
       out[e.name] = v;
     } else {
@@ -226,6 +239,30 @@ export function mountOf(w: Workload, path: string): { mount: VolumeMount; volume
   const mount = mounts[0];
   if (!mount) return undefined;
   return { mount, volume: w.pod.volumes?.find((v) => v.name === mount.name) };
+}
+
+/**
+ * The Secret key a file of the container comes from: through a Secret volume (its `items`, or the
+ * key of the same name) or a projected volume's Secret source; undefined when the file lies on
+ * no Secret (or on a projected path no source provides).
+ */
+export function secretFileOf(w: Workload, path: string): { secretName: string; key: string; mount: VolumeMount; volume: Volume } | undefined {
+  const found = mountOf(w, path);
+  const volume = found?.volume;
+  if (!found || !volume) return undefined;
+  const rel = path.slice(found.mount.mountPath.length + 1);
+  if (volume.secret) {
+    const items = volume.secret.items;
+    const key = items ? items.find((i) => i.path === rel)?.key : rel;
+    return key === undefined ? undefined : { secretName: volume.secret.secretName, key, mount: found.mount, volume };
+  }
+  for (const source of volume.projected?.sources ?? []) {
+    if (!source.secret) continue;
+    const items = source.secret.items;
+    const key = items ? items.find((i) => i.path === rel)?.key : rel;
+    if (key !== undefined) return { secretName: source.secret.name, key, mount: found.mount, volume };
+  }
+  return undefined;
 }
 
 /** The TOML a workload runs: the ConfigMap key its `-c` path names, through the ConfigMap volume. */

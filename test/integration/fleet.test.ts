@@ -280,3 +280,95 @@ test.serial('crash isolation in the fleet: SIGKILL of the edge app worker leaves
   t.true(window.length > 20);
   t.true(maxGap < 1000, `largest gap in audit arrivals after the kill: ${maxGap} ms`);
 });
+
+interface FleetRow {
+  node: string;
+  state: string;
+  last_seen: string;
+  via: string[];
+  report: { node: string; interval_ms: number; pipelines: { name: string }[] };
+}
+
+/** The collector's /fleet as JSON, by node name. */
+async function fleetView(fleet: Fleet): Promise<Map<string, FleetRow>> {
+  const port = fleet.local.env.collector!.ADMIN_PORT!;
+  const res = await fetch(`http://127.0.0.1:${port}/fleet`, { headers: { Accept: 'application/json' } });
+  if (res.status !== 200) throw new Error(`/fleet answered ${res.status}`);
+  const body = (await res.json()) as { nodes: FleetRow[] };
+  return new Map(body.nodes.map((n) => [n.node, n]));
+}
+
+const FLEET_NODES = ['collector', 'edge', 'relay-a', 'relay-b'];
+const allLive = (view: Map<string, FleetRow>) => FLEET_NODES.every((n) => view.get(n)?.state === 'live');
+
+test.serial('fleet view: the collector lists every node with its path, an edge stopped turns silent and live again, a relay restart leaves all live, entries exactly once and no report among them', async (t) => {
+  t.timeout(300_000);
+  const INTERVAL = 1000;
+  const dir = ownedTempDir(t);
+  const fleet = await startFleet(dir.path, [`--report_interval_ms=${INTERVAL}`]);
+  t.teardown(() => fleet.stopAll());
+  const edgeStarted = Date.now();
+  const collected = collectorReader(fleet);
+  const appLog = join(fleet.local.dirs.edge!.APP_LOG_DIR!, 'app.log');
+
+  // 1. every node within two intervals of the last one's start, with the path its reports took
+  const first = await waitFor(async () => {
+    const view = await fleetView(fleet);
+    return allLive(view) ? view : undefined;
+  }, 'all four nodes live at the collector', 2 * INTERVAL);
+  t.log(`all four listed ${Date.now() - edgeStarted} ms after the edge started`);
+  t.deepEqual(first.get('collector')!.via, [], 'the collector lists itself');
+  t.deepEqual(first.get('relay-a')!.via, []);
+  t.deepEqual(first.get('relay-b')!.via, []);
+  const edgeVia = first.get('edge')!.via;
+  t.true(edgeVia.length === 1 && ['relay-a', 'relay-b'].includes(edgeVia[0]!), `edge via ${JSON.stringify(edgeVia)}`);
+  t.is(first.get('edge')!.report.interval_ms, INTERVAL);
+  t.deepEqual(first.get('edge')!.report.pipelines.map((p) => p.name).sort(), ['app', 'audit']);
+
+  let written = 0;
+  const write = async (n: number) => {
+    await writeLines(appLog, 'fleet', written + 1, written + n, 20, 10);
+    written += n;
+  };
+  await write(300);
+
+  // 2. the edge's primary stopped: silent within 3 intervals (and a little for the poll), live after SIGCONT
+  const edge = fleet.node('edge');
+  edge.signal('SIGSTOP');
+  const stoppedAt = Date.now();
+  try {
+    await waitFor(async () => (await fleetView(fleet)).get('edge')?.state === 'silent', 'edge silent after SIGSTOP', 3 * INTERVAL + 1500);
+    t.log(`edge silent ${Date.now() - stoppedAt} ms after SIGSTOP`);
+    const view = await fleetView(fleet);
+    t.is(view.get('relay-a')!.state, 'live', 'the others stay live');
+    t.is(view.get('relay-b')!.state, 'live');
+  } finally {
+    edge.signal('SIGCONT');
+  }
+  await waitFor(async () => (await fleetView(fleet)).get('edge')?.state === 'live', 'edge live after SIGCONT', 3 * INTERVAL);
+  await write(300);
+
+  // 3. relay-a killed and restarted: reports take relay-b meanwhile, then every node is live again
+  await fleet.kill('relay-a');
+  await write(300);
+  await waitFor(async () => {
+    const view = await fleetView(fleet);
+    return view.get('edge')?.state === 'live' && view.get('edge')?.via[0] === 'relay-b';
+  }, 'the edge reports through relay-b while relay-a is down', 5 * INTERVAL);
+  await fleet.start('relay-a');
+  await write(300);
+  await waitFor(async () => allLive(await fleetView(fleet)), 'every node live after relay-a restarted', 10 * INTERVAL);
+
+  // entries: every one exactly once; nothing in the archive that is not one of them
+  await waitFor(() => missingOf(collected(), 'fleet', written).length === 0, `all ${written} lines at the collector`, 60_000);
+  const counts = collected();
+  t.deepEqual([...counts.entries()].filter(([, n]) => n > 1), [], 'no line twice');
+  t.deepEqual(
+    [...counts.keys()].filter((m) => !/^fleet-\d{6}$/.test(m)),
+    [],
+    'the archive holds entries only: no report became one',
+  );
+  const metrics = await (await fetch(`http://127.0.0.1:${fleet.local.env.collector!.ADMIN_PORT}/metrics`)).text();
+  t.regex(metrics, /logrelay_fleet_nodes\{state="live"\} 4/);
+  t.regex(metrics, /logrelay_fleet_node_last_seen_timestamp_seconds\{node="edge"\} \d/);
+});

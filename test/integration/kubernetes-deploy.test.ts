@@ -6,16 +6,17 @@
 // Point 3: the edge's configuration reads a synthetic /var/log/pods tree (CRI and docker
 // json-file, split lines, kubelet rotation, gzip, a container restart, the edge pod replaced and
 // resuming from its hostPath data_dir) and the relays and the collector run from theirs: every
-// line reaches the collector's archive exactly once.
+// line reaches the collector's archive exactly once, and the collector's fleet view lists every
+// node: each relay pod reports under a certificate of its own name, which its auth allows.
 // Both need the file source keys of DESIGN.md §21 (include, container_format,
 // kubernetes_metadata), which came with the merge of branch wip-lines.
 
 import { mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import test from 'ava';
-import { adminRequest, adminStatus } from '../helpers/admin.js';
+import { adminRequest, adminStatus, parseExposition, sampleValue } from '../helpers/admin.js';
 import { atomicVolume, ContainerLog } from '../helpers/kubelet.js';
-import { buildKustomization, configPathOf, envOf, type K8sObject, rerooted, type Workload, workloads } from '../helpers/kubernetes.js';
+import { buildKustomization, configPathOf, envOf, type K8sObject, rerooted, type Volume, type Workload, workloads } from '../helpers/kubernetes.js';
 import { freePort, ownedTempDir, type RunningNode, sleep, spawnNode, spawnOwnedNode, waitFor } from '../helpers/node.js';
 import { issueCertificate, makePki, type Pki } from '../helpers/pki.js';
 
@@ -24,9 +25,41 @@ const all = workloads(objects);
 const workload = (name: string): Workload => all.find((w) => w.name === name)!;
 const certificates = objects.filter((o) => o.kind === 'Certificate') as (K8sObject & { spec: { secretName: string; commonName: string; dnsNames?: string[] } })[];
 
+/** What cert-manager writes into the Secret of a Certificate: issued here by the test CA, once per Secret. */
+const issuedSecrets = new Map<string, Record<string, string | Buffer>>();
+function secretOf(secretName: string, pki: Pki): Record<string, string | Buffer> {
+  const key = `${pki.ca}:${secretName}`;
+  let secret = issuedSecrets.get(key);
+  if (!secret) {
+    const cert = certificates.find((c) => c.spec.secretName === secretName);
+    if (!cert) throw new Error(`Secret ${secretName} is no Certificate's`);
+    const issued = issueCertificate(pki, cert.spec.commonName, 90, cert.spec.dnsNames);
+    secret = { 'ca.crt': readFileSync(pki.ca), 'tls.crt': issued.cert, 'tls.key': issued.key };
+    issuedSecrets.set(key, secret);
+  }
+  return secret;
+}
+
+/** The files of a Secret or projected volume, from the Secrets as issued now. */
+function secretVolumeFiles(w: Workload, volume: Volume, pki: Pki): Record<string, string | Buffer> {
+  if (volume.secret) {
+    const secret = secretOf(volume.secret.secretName, pki);
+    const items = volume.secret.items ?? Object.keys(secret).map((key) => ({ key, path: key }));
+    return Object.fromEntries(items.map((i) => [i.path, secret[i.key]!]));
+  }
+  // every source's items in one volume (kubelet's one ..data for all of them)
+  const files: Record<string, string | Buffer> = {};
+  for (const source of volume.projected?.sources ?? []) {
+    if (!source.secret?.items) throw new Error(`${w.name}: volume ${volume.name}: only Secret sources with items are laid out here`);
+    const secret = secretOf(source.secret.name, pki);
+    for (const i of source.secret.items) files[i.path] = secret[i.key]!;
+  }
+  return files;
+}
+
 /**
  * Lays out the pod's volumes under `root` (see the module comment) and returns the path of its
- * configuration there.
+ * configuration there. Called again, it updates the Secret volumes the way kubelet does.
  */
 function layOut(w: Workload, root: string, pki: Pki): string {
   for (const m of w.container.volumeMounts ?? []) {
@@ -35,10 +68,8 @@ function layOut(w: Workload, root: string, pki: Pki): string {
     if (volume?.configMap) {
       const cm = objects.find((o) => o.kind === 'ConfigMap' && o.metadata.name === volume.configMap!.name) as K8sObject & { data: Record<string, string> };
       atomicVolume(dir, Object.fromEntries(Object.entries(cm.data).map(([k, v]) => [k, rerooted(w, v, root)])));
-    } else if (volume?.secret) {
-      const cert = certificates.find((c) => c.spec.secretName === volume.secret!.secretName)!;
-      const issued = issueCertificate(pki, cert.spec.commonName, 90, cert.spec.dnsNames);
-      atomicVolume(dir, { 'ca.crt': readFileSync(pki.ca), 'tls.crt': issued.cert, 'tls.key': issued.key });
+    } else if (volume?.secret || volume?.projected) {
+      atomicVolume(dir, secretVolumeFiles(w, volume, pki));
     } else {
       mkdirSync(dir, { recursive: true }); // a host path or a claim
     }
@@ -115,7 +146,7 @@ function archived(dir: string): { counts: Map<string, number>; entries: Record<s
 
 const lineText = (i: number) => `line ${String(i).padStart(7, '0')}`;
 
-test.serial('the edge ConfigMap reads a synthetic /var/log/pods tree with kubelet rotation; relays and collector from theirs: every line exactly once', async (t) => {
+test.serial('the edge ConfigMap reads a synthetic /var/log/pods tree with kubelet rotation; relays and collector from theirs: every line exactly once, every node in the fleet view, a relay renewed alone', async (t) => {
   t.timeout(240_000);
   const dir = ownedTempDir(t);
   const pki = makePki(join(dir.path, 'pki'), ['bootstrap']);
@@ -215,8 +246,31 @@ test.serial('the edge ConfigMap reads a synthetic /var/log/pods tree with kubele
     }
     await sleep(100);
   }
+
+  // cert-manager renews relay-0's certificate: kubelet swaps the projected volume of every relay
+  // pod (each mounts every relay's Secret). relay-0 reloads onto the new certificate, found in its
+  // directory of the volume; relay-1's files did not change and it does not reload. No line lost.
+  const relay0Cert = certificates.find((c) => c.spec.commonName === 'relay-0')!;
+  const renewed = issueCertificate(pki, 'relay-0', 120, relay0Cert.spec.dnsNames);
+  issuedSecrets.set(`${pki.ca}:${relay0Cert.spec.secretName}`, { 'ca.crt': readFileSync(pki.ca), 'tls.crt': renewed.cert, 'tls.key': renewed.key });
+  for (const r of relays) layOut(workload('relay'), r.root, pki);
+  const relayNode = (name: string) => running.find((r) => r.pod.name === name)!.node;
+  const reloads = (name: string) => relayNode(name).records.filter((r) => r.msg === 'Configuration reloaded').length;
+  await waitFor(() => reloads('relay-0') === 1, 'relay-0 reloads on the renewal of its certificate', 30_000);
+  const expiry = async () =>
+    sampleValue(parseExposition((await adminRequest(relays[0]!.adminPort, '/metrics')).body), 'logrelay_tls_certificate_expiry_timestamp_seconds', {
+      pipeline: 'relay',
+      component: 'collector',
+    });
+  await waitFor(async () => (await expiry()) === renewed.notAfter, "relay-0's link to the collector carries the renewed certificate", 30_000);
+  for (let r = 0; r < 3; r++) {
+    round();
+    await sleep(100);
+  }
   const total = next;
   await allArchived(total);
+  t.is(reloads('relay-1'), 0, "relay-1 did not reload: its own certificate's files did not change");
+  t.is(relayNode('relay-0').child.exitCode, null, 'relay-0 renewed in place, no restart');
   // each numbered line is one entry (the split ones joined): the successor read what came after it only
   const readBySuccessor = async () => (await adminStatus(edge.adminPort)).pipelines.containers?.counters.sources.pods?.total_entries;
   await waitFor(async () => (await readBySuccessor()) === total - restartedAt, `the successor edge read the ${total - restartedAt} entries written after it started`, 15_000).catch(
@@ -244,6 +298,34 @@ test.serial('the edge ConfigMap reads a synthetic /var/log/pods tree with kubele
   t.like(first(62).fields?.k8s, { namespace: 'kube-system', container: 'coredns' });
   const restartedLine = entries.find((e) => (e as { fields?: { k8s?: { container?: string; restart_count?: number } } }).fields?.k8s?.restart_count === 1);
   t.like((restartedLine as { fields?: { k8s?: unknown } } | undefined)?.fields?.k8s, { container: 'app', restart_count: 1 }, 'the restarted container: 1.log');
+
+  // The fleet view: the collector takes every relay's reports and the edge's they forward (each
+  // relay's certificate identity is its pod name, its node_name), so it lists all four nodes.
+  const edgeName = envOf(workload('logrelay-edge')).NODE_NAME!;
+  const nodes = ['collector-0', 'relay-0', 'relay-1', edgeName];
+  const fleetView = async () => {
+    const { status, body } = await adminRequest(collector.adminPort, '/fleet');
+    if (status !== 200) throw new Error(`/fleet answered ${status}`);
+    return new Map((JSON.parse(body) as { nodes: { node: string; state: string; via: string[] }[] }).nodes.map((n) => [n.node, n]));
+  };
+  const view = await waitFor(
+    async () => {
+      const v = await fleetView();
+      return nodes.every((n) => v.get(n)?.state === 'live') ? v : undefined;
+    },
+    `the collector's /fleet lists ${nodes.join(', ')} live`,
+    30_000,
+  ).catch(async (err: unknown) => {
+    t.log(JSON.stringify([...(await fleetView()).values()]));
+    throw err;
+  });
+  t.deepEqual(view.get('relay-0')?.via, [], 'relay-0 reports itself');
+  t.deepEqual(view.get('relay-1')?.via, [], 'relay-1 reports itself');
+  const edgeVia = view.get(edgeName)?.via ?? [];
+  t.true(edgeVia.length === 1 && ['relay-0', 'relay-1'].includes(edgeVia[0]!), `the edge's reports came through a relay: via ${JSON.stringify(edgeVia)}`);
+  const reportCounters = (await adminStatus(collector.adminPort)).pipelines.collect?.counters.sources.relays;
+  t.true((reportCounters?.reports_received ?? 0) > 0, 'the collector took reports from the relays');
+  t.is(reportCounters?.reports_rejected, 0, 'and refused none');
 
   // Everyone stops cleanly, upstream first.
   for (const r of [...running].reverse()) t.is(await r.node.stop(20_000), 0, `${r.pod.name} stops with 0`);

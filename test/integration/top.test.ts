@@ -7,6 +7,8 @@ import test from 'ava';
 import { adminRequest } from '../helpers/admin.js';
 import { BIN, freePort, startOwnedNode, waitFor } from '../helpers/node.js';
 import { peerBinary } from '../helpers/peers.js';
+import { chainSourceToml } from '../helpers/chain.js';
+import { rawLink, sendReports, syntheticReport } from '../helpers/reports.js';
 import { randomSourceToml, sinkToml } from '../helpers/toml.js';
 
 /** A node with two pipelines: `steady` (about 100 entries/s) and `burst` (3,000 entries, then nothing). */
@@ -81,4 +83,37 @@ test.serial('top --once prints one plain snapshot and exits 0', async (t) => {
   const gone = spawnSync(process.execPath, [BIN, 'top', `http://127.0.0.1:${await freePort()}`, '--once'], { encoding: 'utf8', timeout: 20_000 });
   t.is(gone.status, 1);
   t.regex(gone.stderr, /^logrelay: /);
+});
+
+test.serial('top --fleet URL --once prints the fleet table of a collector: a row per node, silent first, and exits 0', async (t) => {
+  const admin = await freePort();
+  const port = await freePort();
+  startOwnedNode(
+    t,
+    `node_name = "coll"\nreport_interval_ms = 500\n[admin]\nport = ${admin}\n[fleet]\nenabled = true\n[[pipelines]]\nname = "recv"\n${chainSourceToml('link', 'tcp_chain', port)}${sinkToml('out', 'null')}`,
+  );
+  await waitFor(async () => (await adminRequest(admin, '/readyz').catch(() => ({ status: 0 }))).status === 200, 'collector ready', 30_000);
+  const link = await rawLink(port);
+  t.teardown(() => link.close());
+  await link.send('{"logrelay":1,"node":"relay-x","offer":{"report":1}}\n');
+  await link.waitLine((l) => l.startsWith('{"ok"'), 'hello answered');
+  await sendReports(link, [syntheticReport('relay-x', [], 60_000), syntheticReport('edge-1', ['relay-x'], 60_000), syntheticReport('edge-quiet', ['relay-x'], 100)]);
+  await waitFor(async () => (await adminRequest(admin, '/fleet')).body.includes('"silent"'), 'edge-quiet silent', 10_000);
+  const r = spawnSync(process.execPath, [BIN, 'top', '--fleet', `http://127.0.0.1:${admin}`, '--once'], { encoding: 'utf8', timeout: 20_000 });
+  t.is(r.status, 0, r.stderr);
+  t.notRegex(r.stdout, /\x1b/, 'no terminal escapes');
+  t.regex(r.stdout, /^logrelay fleet .* 4 nodes: 3 live, 1 silent, 0 gone$/m);
+  const rows = r.stdout.split('\n').slice(2).filter((l) => l.trim() !== '');
+  t.regex(rows[0]!, /^NODE\s+STATE\s+LAST SEEN\s+VIA/);
+  t.regex(rows[1]!, /^edge-quiet\s+silent\s+\d+s ago\s+relay-x\s/, 'silent first');
+  t.regex(r.stdout, /^edge-1\s+live\s+\d+s ago\s+relay-x\s+test\s+1\s+1\s+1\s+0\s+7\s+0$/m);
+  t.regex(r.stdout, /^coll\s+live\s+\d+s ago\s+-\s/m);
+  t.regex(r.stdout, /^relay-x\s+live\s+\d+s ago\s+-\s/m);
+  // a node without the view: /fleet is 404, top says so and exits 1
+  const plain = await freePort();
+  startOwnedNode(t, `[admin]\nport = ${plain}\n[[pipelines]]\nname = "p"\n${randomSourceToml('interval_ms = 1000')}${sinkToml('out', 'null')}`);
+  await waitFor(async () => (await adminRequest(plain, '/readyz').catch(() => ({ status: 0 }))).status === 200, 'plain node ready', 30_000);
+  const off = spawnSync(process.execPath, [BIN, 'top', '--fleet', `http://127.0.0.1:${plain}`, '--once'], { encoding: 'utf8', timeout: 20_000 });
+  t.is(off.status, 1);
+  t.regex(off.stderr, /HTTP 404/);
 });

@@ -5,7 +5,13 @@ import {
   decodeEntry,
   encodeEntry,
   errorLine,
+  acceptOf,
   helloLine,
+  isReportLine,
+  offerOf,
+  okLine,
+  reportLine,
+  reportOfLine,
   LineSplitter,
   OK_LINE,
   parseHello,
@@ -30,13 +36,31 @@ test('hello, ok, error and ack lines have the v1 shapes', (t) => {
   t.is(errorLine('bad'), '{"error":"bad"}\n');
   t.is(ackLine(42), '{"ack":42}\n');
   t.deepEqual(parseServerLine('{"ack":7}'), { kind: 'ack', n: 7 });
-  t.deepEqual(parseServerLine('{"ok":1}'), { kind: 'ok' });
+  t.deepEqual(parseServerLine('{"ok":1}'), { kind: 'ok', accept: {} });
   t.deepEqual(parseServerLine('{"error":"no"}'), { kind: 'error', error: 'no' });
   t.is(parseServerLine('nonsense'), undefined);
 });
 
+test('hello offer and accept: only what is offered and supported is accepted, unknown features ignored, no offer reads as before', (t) => {
+  t.is(helloLine('e', offerOf({ report: 1, compression: undefined })), '{"logrelay":1,"node":"e","offer":{"report":1}}\n');
+  t.is(helloLine('e', offerOf({ report: undefined })), '{"logrelay":1,"node":"e"}\n');
+  const hello = parseHello('{"logrelay":1,"node":"e","offer":{"report":1,"teleport":["x"]}}');
+  t.true(hello.ok);
+  const accept = acceptOf(hello.ok ? hello.offer : {});
+  t.deepEqual(accept, { report: 1 });
+  t.is(okLine(accept), '{"ok":1,"accept":{"report":1}}\n');
+  t.is(okLine(acceptOf({})), '{"ok":1}\n');
+  t.deepEqual(acceptOf({ report: 2 }), {}, 'a report version this node does not speak is not accepted');
+  t.deepEqual(parseServerLine('{"ok":1,"accept":{"report":1}}'), { kind: 'ok', accept: { report: 1 } });
+  // report control lines are told from entry lines by their start
+  const line = reportLine({ node: 'e', interval_ms: 1000, pipelines: [], via: [] });
+  t.true(isReportLine(line.trimEnd()));
+  t.deepEqual(reportOfLine(line.trimEnd()), { node: 'e', interval_ms: 1000, pipelines: [], via: [] });
+  t.false(isReportLine('{"time":"2024-01-01T00:00:00.000Z","source":"a","message":"{\\"report\\":1}"}'));
+});
+
 test('parseHello accepts version 1 only', (t) => {
-  t.deepEqual(parseHello('{"logrelay":1,"node":"a"}'), { ok: true, node: 'a' });
+  t.deepEqual(parseHello('{"logrelay":1,"node":"a"}'), { ok: true, node: 'a', offer: {} });
   t.false(parseHello('{"logrelay":99,"node":"a"}').ok);
   t.false(parseHello('not json').ok);
   t.false(parseHello('{"node":"a"}').ok);

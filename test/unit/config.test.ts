@@ -82,6 +82,19 @@ colour = "red"
   t.is(err?.message, expected.join('; '), 'a reload logs them all in one message');
 });
 
+test('the fleet view keys: report_interval_ms is 0 (off) or at least 100, fleet.* are checked with their path, defaults hold', (t) => {
+  const defaults = load(MIN);
+  t.is(defaults.report_interval_ms, 10000);
+  t.deepEqual(defaults.fleet, { enabled: false, max_nodes: 10000, forget_after_ms: 86400000 });
+  t.is(load(`report_interval_ms = 0\n${MIN}`).report_interval_ms, 0);
+  t.is(load(`report_interval_ms = 100\n${MIN}`).report_interval_ms, 100);
+  t.throws(() => load(`report_interval_ms = 5\n${MIN}`), { instanceOf: ConfigError, message: 'report_interval_ms: must be 0 (off) or at least 100, got 5' });
+  t.throws(() => load(`report_interval_ms = -1\n${MIN}`), { message: /^report_interval_ms: must be >= 0/ });
+  t.throws(() => load(`[fleet]\nmax_nodes = 0\n${MIN}`), { message: /^fleet\.max_nodes: must be >= 1/ });
+  t.throws(() => load(`[fleet]\nenabled = "yes"\n${MIN}`), { message: 'fleet.enabled: must be a boolean, got string' });
+  t.throws(() => load(`[fleet]\nsize = 3\n${MIN}`), { message: 'fleet.size: unknown key' });
+});
+
 test('a single fault is still one plain ConfigError', (t) => {
   const err = t.throws(() => load(`quiet = "yes"\n${MIN}`), { instanceOf: ConfigError });
   t.false(err instanceof ConfigErrors);

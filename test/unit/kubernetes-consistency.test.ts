@@ -1,7 +1,8 @@
 // deploy/kubernetes (issue 29, point 2): the manifests and the configurations they mount agree.
 // Each workload's TOML is loaded with the environment its pod gets; chain sinks dial Services
 // that exist, on ports that reach a chain source; probes ask the admin port; every mount names a
-// volume and every Secret a Certificate; selectors match labels; least privilege holds.
+// volume and every Secret a Certificate; selectors match labels; least privilege holds. Each
+// relay pod reports to the collector under a certificate of its own name (issue 42's fleet view).
 // (`logrelay check` on the same files: test/integration/kubernetes-deploy.test.ts.)
 
 import { writeFileSync } from 'node:fs';
@@ -19,7 +20,9 @@ import {
   envOf,
   type K8sObject,
   mountOf,
+  podNamesOf,
   resolvePort,
+  secretFileOf,
   type Workload,
   workloads,
 } from '../helpers/kubernetes.js';
@@ -48,21 +51,40 @@ const pdbs = objects.filter((o) => o.kind === 'PodDisruptionBudget') as (K8sObje
 const selects = (selector: Record<string, string>, labels: Record<string, string>) =>
   Object.keys(selector).length > 0 && Object.entries(selector).every(([k, v]) => labels[k] === v);
 
-/** Each workload's configuration as its pod's environment makes it. */
+/** Each pod's configuration as its environment makes it (a StatefulSet's pods differ by POD_NAME). */
 const configs = new Map<string, Config>(
-  all.map((w) => {
-    const file = join(tmp.path, `${w.name}.toml`);
-    writeFileSync(file, configTomlOf(w, objects));
-    return [w.name, loadConfig({ file, env: envOf(w), flags: new Map() })];
-  }),
+  all.flatMap((w) =>
+    podNamesOf(w).map((pod): [string, Config] => {
+      const file = join(tmp.path, `${pod}.toml`);
+      writeFileSync(file, configTomlOf(w, objects));
+      return [pod, loadConfig({ file, env: envOf(w, undefined, pod), flags: new Map() })];
+    }),
+  ),
 );
-const configOf = (w: Workload) => configs.get(w.name)!;
+const configOf = (w: Workload, pod = podNamesOf(w)[0]!) => configs.get(pod)!;
 const pluginsOf = (c: Config, kind: 'plugin_sources' | 'plugin_sinks'): PluginConfig[] => c.pipelines.flatMap((p) => p[kind]);
 
-/** The Certificate whose Secret the workload mounts (one per tier). */
-function certificateOf(w: Workload): CertificateObject | undefined {
-  const secret = w.pod.volumes?.find((v) => v.secret)?.secret?.secretName;
+interface TlsBlock {
+  cert_file?: string;
+  key_file?: string;
+  ca_file?: string;
+  client_ca_file?: string;
+  server_name?: string;
+}
+const tlsOf = (plugin: PluginConfig | undefined) => plugin?.config.tls as TlsBlock | undefined;
+
+/** The Certificate whose Secret holds `file` in the workload's volumes. */
+function certificateOf(w: Workload, file: string | undefined): CertificateObject | undefined {
+  const secret = file === undefined ? undefined : secretFileOf(w, file)?.secretName;
   return certificates.find((c) => c.spec.secretName === secret);
+}
+
+/** The identity an `auth` block reads from a certificate (DESIGN.md §10: cn by default). */
+function identitiesOf(cert: CertificateObject | undefined, identity: string): string[] {
+  if (!cert) return [];
+  if (identity === 'cn') return cert.spec.commonName === undefined ? [] : [cert.spec.commonName];
+  if (identity === 'san_dns') return cert.spec.dnsNames ?? [];
+  throw new Error(`auth.identity ${identity}: not read by this test`);
 }
 
 /** `svc`, `svc.ns[.svc[.cluster.local]]`, or a StatefulSet pod `pod.svc.ns.svc[…]`. */
@@ -102,14 +124,33 @@ test('every volume mount names a volume, every ConfigMap and Secret exists, ever
     for (const v of w.pod.volumes ?? []) {
       if (v.configMap) t.true(configMaps.has(v.configMap.name), `${w.name}: ConfigMap ${v.configMap.name} is in the manifests`);
       if (v.secret) t.true(secrets.has(v.secret.secretName), `${w.name}: Secret ${v.secret.secretName} is a Certificate's secretName`);
+      if (v.projected) {
+        const paths = v.projected.sources.flatMap((s) => s.secret?.items?.map((i) => i.path) ?? []);
+        t.is(new Set(paths).size, paths.length, `${w.name}: volume ${v.name} projects no path twice`);
+        for (const source of v.projected.sources) {
+          t.truthy(source.secret?.items, `${w.name}: volume ${v.name} projects Secrets with their items listed`);
+          if (source.secret) t.true(secrets.has(source.secret.name), `${w.name}: Secret ${source.secret.name} is a Certificate's secretName`);
+        }
+      }
     }
-    const files = tlsFilesOf(configOf(w));
-    t.true(files.pipelines.length > 0, `${w.name}: mutual TLS`);
-    for (const f of [...files.pipelines, ...files.admin]) {
-      const found = mountOf(w, f);
-      t.truthy(found?.volume?.secret, `${w.name}: ${f} is on a Secret volume`);
-      t.true(found?.mount.readOnly, `${w.name}: ${f} is mounted read-only`);
-      t.true(TLS_SECRET_KEYS.has(f.slice((found?.mount.mountPath.length ?? 0) + 1)), `${w.name}: ${f} is a key cert-manager writes`);
+    for (const pod of podNamesOf(w)) {
+      const files = tlsFilesOf(configOf(w, pod));
+      t.true(files.pipelines.length > 0, `${pod}: mutual TLS`);
+      for (const f of [...files.pipelines, ...files.admin]) {
+        const found = secretFileOf(w, f);
+        t.truthy(found, `${pod}: ${f} is a key of a Secret volume`);
+        t.true(found?.mount.readOnly, `${pod}: ${f} is mounted read-only`);
+        t.true(TLS_SECRET_KEYS.has(found?.key ?? '?'), `${pod}: ${f} is a key cert-manager writes`);
+        t.is(f.split('/').pop(), found?.key, `${pod}: ${f} is named after its key`);
+      }
+      // a certificate, its key and the CA that signed it come from one Secret
+      for (const plugin of configOf(w, pod).pipelines.flatMap((p) => [...p.plugin_sources, ...p.plugin_sinks])) {
+        const tls = tlsOf(plugin);
+        if (!tls?.cert_file) continue;
+        const secretOf = (f: string | undefined) => (f === undefined ? undefined : secretFileOf(w, f)?.secretName);
+        const own = secretOf(tls.cert_file);
+        for (const f of [tls.key_file, tls.ca_file, tls.client_ca_file]) if (f !== undefined) t.is(secretOf(f), own, `${pod}/${plugin.id}: ${f} from the Secret of its certificate`);
+      }
     }
   }
 });
@@ -147,9 +188,9 @@ test('probes and scrape annotations ask the admin port, which listens on the pod
 test('chain sinks dial Services of the manifests, on ports that reach a chain source of theirs, with names their certificates carry', (t) => {
   let links = 0;
   for (const w of all) {
-    const dialerCert = certificateOf(w);
-    for (const sink of pluginsOf(configOf(w), 'plugin_sinks').filter((s) => CHAIN_TYPES.has(s.type))) {
-      const where = `${w.name}/${sink.id}`;
+    for (const pod of podNamesOf(w)) for (const sink of pluginsOf(configOf(w, pod), 'plugin_sinks').filter((s) => CHAIN_TYPES.has(s.type))) {
+      const where = `${pod}/${sink.id}`;
+      const dialerCert = certificateOf(w, tlsOf(sink)?.cert_file);
       const host = String(sink.config.host);
       const port = Number(sink.config.port);
       const target = resolveHost(host);
@@ -171,32 +212,88 @@ test('chain sinks dial Services of the manifests, on ports that reach a chain so
       const servicePort = service.spec.ports.find((p) => p.port === port);
       t.truthy(servicePort, `${where}: Service ${service.metadata.name} has port ${port}`);
       const containerPort = resolvePort(peer.container, servicePort?.targetPort ?? port);
-      const source = pluginsOf(configOf(peer), 'plugin_sources').find((s) => s.type === sink.type && Number(s.config.port) === containerPort);
+      // the pod dialled, or (through the Service) any of them: the first stands for all
+      const peerPod = target.pod ?? podNamesOf(peer)[0]!;
+      const source = pluginsOf(configOf(peer, peerPod), 'plugin_sources').find((s) => s.type === sink.type && Number(s.config.port) === containerPort);
       t.truthy(source, `${where}: ${peer.name} has a ${sink.type} source on container port ${containerPort}`);
       // mutual TLS: the name dialled is on the peer's certificate, the dialer's identity is allowed
-      const peerCert = certificateOf(peer);
-      const name = String((sink.config.tls as { server_name?: string } | undefined)?.server_name ?? host);
+      const peerCert = certificateOf(peer, tlsOf(source)?.cert_file);
+      const name = String(tlsOf(sink)?.server_name ?? host);
       t.true((peerCert?.spec.dnsNames ?? []).some((d) => dnsMatches(d, name)), `${where}: ${name} is a DNS name of ${peerCert?.metadata.name}`);
-      t.true(peerCert?.spec.usages?.includes('server auth'), `${peer.name}: its certificate serves`);
-      t.true(dialerCert?.spec.usages?.includes('client auth'), `${w.name}: its certificate is a client's`);
+      t.true(peerCert?.spec.usages?.includes('server auth'), `${peerPod}: its certificate serves`);
+      t.true(dialerCert?.spec.usages?.includes('client auth'), `${pod}: its certificate is a client's`);
       // client certificates required, from the CA that signs the dialer's (the ca.crt of its Secret)
-      const peerTls = source?.config.tls as { client_ca_file?: string } | undefined;
-      t.is(peerTls?.client_ca_file?.split('/').pop(), 'ca.crt', `${peer.name}: requires client certificates of the fleet's CA`);
+      t.is(tlsOf(source)?.client_ca_file?.split('/').pop(), 'ca.crt', `${peerPod}: requires client certificates of the fleet's CA`);
       const auth = source?.config.auth as { allow?: string[] } | undefined;
-      if (auth) t.true(auth.allow?.includes(dialerCert?.spec.commonName ?? '?'), `${peer.name} allows ${w.name}'s identity ${dialerCert?.spec.commonName}`);
+      if (auth) t.true(auth.allow?.includes(dialerCert?.spec.commonName ?? '?'), `${peerPod} allows ${pod}'s identity ${dialerCert?.spec.commonName}`);
       // an allow list would stamp the shared tier identity over the edges' node names (§9)
-      else t.is(w.kind, 'DaemonSet', `${peer.name}: only the edges' links go without an allow list`);
+      else t.is(w.kind, 'DaemonSet', `${peerPod}: only the edges' links go without an allow list`);
       links++;
     }
   }
-  t.is(links, 3, 'edge → relay-0 and relay-1; relay → collector');
+  t.is(links, 4, 'edge → relay-0 and relay-1; relay-0 and relay-1 → collector');
   const edge = configOf(all.find((w) => w.kind === 'DaemonSet')!);
   const hosts = pluginsOf(edge, 'plugin_sinks').map((s) => String(s.config.host));
   t.is(new Set(hosts).size, 2, 'the edge dials two different relays');
   t.true(edge.pipelines.every((p) => p.fanout === 'any'), 'edge: fanout = "any"');
   const collector = configOf(all.find((w) => w.name === 'collector')!);
   t.true(collector.pipelines.every((p) => p.flow.dedup?.enabled), 'collector: dedup');
-  t.deepEqual((pluginsOf(collector, 'plugin_sources')[0]?.config.auth as { allow?: string[] } | undefined)?.allow, ['relay'], 'the collector admits the relays only');
+  const relay = all.find((w) => w.name === 'relay')!;
+  t.deepEqual(
+    (pluginsOf(collector, 'plugin_sources')[0]?.config.auth as { allow?: string[] } | undefined)?.allow,
+    podNamesOf(relay).map((pod) => certificateOf(relay, tlsOf(pluginsOf(configOf(relay, pod), 'plugin_sinks')[0])?.cert_file)?.spec.commonName),
+    'the collector admits the relays only',
+  );
+});
+
+test('fleet reports reach the collector: each relay pod dials it under a certificate of its own, whose identity is allowed and is its node name', (t) => {
+  // Behind `auth`, a chain source takes a node report only when its `node` is the peer's
+  // identity or its `via` ends with it (docs/fleet.md). Edge reports pass a relay (no `auth`
+  // there: see below) and reach the collector with `via` ending in that relay's node name; the
+  // relay's own reports have its node name. So every pod that dials a source with `auth` must
+  // present an identity that is allowed and equals its node_name.
+  const dialled: { pod: string; identity: string; node: string }[] = [];
+  for (const w of all) {
+    for (const pod of podNamesOf(w)) {
+      const config = configOf(w, pod);
+      for (const sink of pluginsOf(config, 'plugin_sinks').filter((s) => CHAIN_TYPES.has(s.type))) {
+        const target = resolveHost(String(sink.config.host));
+        const service = services.find((s) => s.metadata.name === target?.service);
+        const peer = service && all.find((x) => selects(service.spec.selector, x.labels));
+        if (!peer) {
+          t.fail(`${pod}/${sink.id}: dials no workload`); // said in detail above
+          continue;
+        }
+        for (const peerPod of target?.pod !== undefined ? [target.pod] : podNamesOf(peer)) {
+          const source = pluginsOf(configOf(peer, peerPod), 'plugin_sources').find((s) => s.type === sink.type);
+          const auth = source?.config.auth as { allow?: string[]; identity?: string } | undefined;
+          if (!auth) {
+            // The edges share one certificate (CN edge) and report under their Kubernetes node
+            // names: a relay takes their reports (and keeps their node on entries) because its
+            // edge source has no allow list. Only the edges dial it.
+            t.is(w.kind, 'DaemonSet', `${pod}/${sink.id}: a source without auth takes reports from the edges only`);
+            t.not(config.node_name, certificateOf(w, tlsOf(sink)?.cert_file)?.spec.commonName, 'the edges report under node names, not their shared identity');
+            continue;
+          }
+          const cert = certificateOf(w, tlsOf(sink)?.cert_file);
+          const ids = identitiesOf(cert, auth.identity ?? 'cn');
+          t.is(ids.length, 1, `${pod}/${sink.id}: one ${auth.identity ?? 'cn'} identity on ${cert?.metadata.name ?? 'its certificate'}`);
+          const identity = ids[0] ?? '?';
+          t.true(auth.allow?.includes(identity), `${peerPod} allows ${pod}'s identity ${identity}`);
+          t.is(identity, config.node_name, `${pod}: its identity ${identity} is its node_name, so ${peerPod} takes its reports and the ones it forwards`);
+          t.is(config.node_name, pod, `${pod}: node_name is the pod name`);
+          dialled.push({ pod, identity, node: config.node_name });
+        }
+      }
+    }
+  }
+  const relay = all.find((w) => w.name === 'relay')!;
+  t.deepEqual(
+    dialled.map((d) => d.pod),
+    podNamesOf(relay),
+    'every relay pod dials the collector behind auth',
+  );
+  t.is(new Set(dialled.map((d) => d.identity)).size, dialled.length, 'no two pods share an identity');
 });
 
 test('every container: resources, read-only root, no privilege escalation, capabilities dropped, no token, grace period above shutdown_timeout_ms', (t) => {

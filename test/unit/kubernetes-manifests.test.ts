@@ -46,7 +46,8 @@ test('the objects are the fleet of DESIGN.md §22', (t) => {
     'Certificate/logrelay-ca',
     'Certificate/logrelay-collector',
     'Certificate/logrelay-edge',
-    'Certificate/logrelay-relay',
+    'Certificate/logrelay-relay-0',
+    'Certificate/logrelay-relay-1',
     'ConfigMap/logrelay-collector',
     'ConfigMap/logrelay-edge',
     'ConfigMap/logrelay-relay',
@@ -114,11 +115,12 @@ test('cert-manager objects have their required fields, known fields only, and re
   const caCert = certs.find((c) => c.spec.secretName === caIssuer?.spec.ca.secretName);
   t.true(caCert?.spec.isCA, 'the CA Issuer reads the Secret of an isCA Certificate');
   t.true(issuers.some((i) => i.metadata.name === caCert?.spec.issuerRef.name && 'selfSigned' in (i.spec as object)), 'the CA is self-signed');
-  // one certificate per tier, all from the CA Issuer, renewed well before they expire
-  for (const tier of ['edge', 'relay', 'collector']) {
-    const c = certs.find((x) => x.metadata.name === `logrelay-${tier}`);
-    t.is(c?.spec.issuerRef.name, caIssuer?.metadata.name, `${tier}: issued by the CA`);
-    t.true((goDurationHours(c?.spec.renewBefore ?? '') ?? 0) >= 14 * 24, `${tier}: renewed before expiry_warning_days (14) warns`);
+  // one certificate for the edges, one per relay pod, one for the collector; all from the CA
+  // Issuer, renewed well before they expire
+  for (const name of ['edge', 'relay-0', 'relay-1', 'collector']) {
+    const c = certs.find((x) => x.metadata.name === `logrelay-${name}`);
+    t.is(c?.spec.issuerRef.name, caIssuer?.metadata.name, `${name}: issued by the CA`);
+    t.true((goDurationHours(c?.spec.renewBefore ?? '') ?? 0) >= 14 * 24, `${name}: renewed before expiry_warning_days (14) warns`);
   }
   // the checker can fail
   const bad = structuredClone(certs.find((c) => c.metadata.name === 'logrelay-edge')!) as K8sObject & { spec: Record<string, unknown> };
