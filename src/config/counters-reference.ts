@@ -151,7 +151,7 @@ export const COUNTER_SECTIONS: readonly CounterSection[] = [
       {
         name: 'total_dropped_by_sink',
         owners: 'every',
-        doc: "entries dropped because a sink's input queue (`buffer_size`) was full with `on_full = \"drop\"`: that sink is slower than the input, or its destination is down",
+        doc: "entries dropped because a sink's input queue (`buffer_size`, `buffer_max_bytes`) was full with `on_full = \"drop\"`, or with `on_full = \"auto\"` while its link was down and another sink was live: that sink is slower than the input, or its destination is down",
       },
       { name: 'restarts', owners: 'every', doc: 'the worker crashed and was restarted (logged ERROR `Pipeline process exited unexpectedly`)' },
       { name: 'checkpoint_writes', owners: 'every', doc: 'checkpoints written (the node\u2019s, shown with every pipeline; 0 without `data_dir`)' },
@@ -170,7 +170,12 @@ export const COUNTER_SECTIONS: readonly CounterSection[] = [
       {
         name: 'dropped_queue_full',
         owners: 'every',
-        doc: 'entries a full queue of this sink dropped (`on_full = "drop"`); their sum is the pipeline\u2019s `total_dropped_by_sink`',
+        doc: 'entries a full queue of this sink dropped (`on_full = "drop"`); with `dropped_link_down` their sum is the pipeline\u2019s `total_dropped_by_sink`',
+      },
+      {
+        name: 'dropped_link_down',
+        owners: 'every',
+        doc: 'entries a full queue of this sink dropped with `on_full = "auto"` while its link was down and another sink of the pipeline was live (metric reason `link_down`); 0 while the link is up, when the sink blocks instead',
       },
       { name: 'abandoned', owners: 'every', doc: 'entries still queued or unacknowledged when a drain was cut short by `shutdown_timeout_ms` (logged ERROR)' },
       {
@@ -228,7 +233,7 @@ const METRIC_SOURCES: Readonly<Record<string, string>> = {
   logrelay_pipeline_resident_memory_bytes: "the worker's RSS",
   logrelay_source_entries_total: 'source `total_entries`',
   logrelay_sink_entries_total: 'sink `total_processed`',
-  logrelay_dropped_entries_total: `losses by reason (${DROP_REASONS.map((r) => `\`${r}\``).join(', ')}): \`queue_full\` (\`dropped_queue_full\`), \`source_saturated\` (\`dropped_entries\`), \`rate_limited\` (\`dropped_total\` − \`dropped_by_size_total\`), \`oversize\` (\`dropped_by_size_total\`), \`client_slow\` (\`tcp\`/\`http\` \`dropped_writes\`), \`write_failed\` (\`stdout\`/\`file\` \`dropped_writes\`), \`batch_rejected\` (\`dropped_batches\`), \`abandoned\`, \`buffer_full\` (\`dropped_buffer_full\`)`,
+  logrelay_dropped_entries_total: `losses by reason (${DROP_REASONS.map((r) => `\`${r}\``).join(', ')}): \`queue_full\` (\`dropped_queue_full\`), \`source_saturated\` (\`dropped_entries\`), \`rate_limited\` (\`dropped_total\` − \`dropped_by_size_total\`), \`oversize\` (\`dropped_by_size_total\`), \`client_slow\` (\`tcp\`/\`http\` \`dropped_writes\`), \`write_failed\` (\`stdout\`/\`file\` \`dropped_writes\`), \`batch_rejected\` (\`dropped_batches\`), \`abandoned\`, \`buffer_full\` (\`dropped_buffer_full\`), \`link_down\` (\`dropped_link_down\`)`,
   logrelay_filtered_entries_total: 'entries the filters took out',
   logrelay_duplicates_dropped_total: '`duplicates_dropped`',
   logrelay_parse_errors_total: '`parse_errors`',

@@ -45,5 +45,8 @@ export class BoundedQueue<T> {
   }
 }
 
-/** What a sink does when its input queue is full (DESIGN.md §7). */
-export type OnFull = 'drop' | 'block';
+/**
+ * What a sink does when its input queue is full (DESIGN.md §7, §25): `auto` blocks, except while
+ * the sink's link is down and another sink of the pipeline is live (then it drops, `link_down`).
+ */
+export type OnFull = 'drop' | 'block' | 'auto';

@@ -109,6 +109,8 @@ export const createHttpChainSink: SinkFactory = (plugin, ctx): Sink => {
   let retryTimer: NodeJS.Timeout | undefined;
   let outageLogged = false;
   let closing = false;
+  /** the last request found no peer (a network error): `on_full = "auto"` drops meanwhile */
+  let down = false;
 
   const held = () => readyEntries + building.length;
   const waiters = new HeldWaiters(held, cfg.buffer_size);
@@ -180,12 +182,14 @@ export const createHttpChainSink: SinkFactory = (plugin, ctx): Sink => {
     req.setTimeout(cfg.request_timeout_ms, () => req.destroy(new Error(`no answer within request_timeout_ms (${cfg.request_timeout_ms} ms)`)));
     req.on('error', (err) => {
       link.down({ error: errorMessage(err) }, closing);
+      if (!closing) down = true;
       settle(() => retry(batch, errorMessage(err)));
     });
     req.on('response', (res) => {
       res.resume();
       const status = res.statusCode ?? 0;
       link.up({ status });
+      down = false;
       settle(() => {
         if (status >= 200 && status < 300) {
           counters.batches_sent++;
@@ -217,6 +221,7 @@ export const createHttpChainSink: SinkFactory = (plugin, ctx): Sink => {
     carriesIds: true,
     sendsWire: true,
     linkUp: () => !failing,
+    linkDown: () => down,
     write(batch) {
       const items = wireItems(batch);
       counters.synthesized += encodeWire(items, 0, items.length, Date.now(), ctx.pipeline);

@@ -14,7 +14,7 @@ import { eachWireRun, encodeWire, type WireItem, wireItems } from '../chain/wire
 import { settle } from '../core/ack.js';
 import { PluginError } from '../core/errors.js';
 import type { OnFull } from '../core/queue.js';
-import { SINK_QUEUE_FIELDS } from '../core/plugin-config.js';
+import { sinkQueueFields } from '../core/plugin-config.js';
 import type { PluginSpec } from '../config/spec.js';
 import { type NatsConfig, natsBackoff, natsConfig, natsConnectOptions, natsFields, NatsLink } from '../nats/connection.js';
 import type { Sink, SinkFactory, SinkItem } from './types.js';
@@ -54,7 +54,7 @@ export const NATS_SINK: PluginSpec = {
     request_timeout_ms: { t: 'number', def: 5000, int: true, min: 1, doc: 'a batch not acknowledged within this is published again' },
     backoff_min_ms: { t: 'number', def: 250, int: true, min: 1, doc: 'first retry delay; doubles per failure' },
     backoff_max_ms: { t: 'number', def: 30000, int: true, min: 1, doc: 'longest retry delay' },
-    ...SINK_QUEUE_FIELDS,
+    ...sinkQueueFields('delivers'),
   }),
 };
 
@@ -247,6 +247,7 @@ export const createNatsSink: SinkFactory = (plugin, ctx): Sink => {
     carriesIds: true,
     sendsWire: true,
     linkUp: () => link.up,
+    linkDown: () => link.down,
     open() {
       if (ctx.checkOnly) return Promise.resolve();
       link.start();

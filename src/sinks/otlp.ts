@@ -14,7 +14,7 @@ import type { PluginSpec } from '../config/spec.js';
 import { settle, type Ticket } from '../core/ack.js';
 import { Backoff } from '../core/backoff.js';
 import { errorMessage, PluginError } from '../core/errors.js';
-import { pluginConfig, SINK_QUEUE_FIELDS } from '../core/plugin-config.js';
+import { pluginConfig, sinkQueueFields } from '../core/plugin-config.js';
 import type { OnFull } from '../core/queue.js';
 import { VERSION } from '../core/version.js';
 import { clientTlsOptions, TLS_FIELDS, type TlsConfig } from '../net/tls.js';
@@ -61,7 +61,7 @@ export const OTLP_SINK: PluginSpec = {
     request_timeout_ms: { t: 'number', def: 10000, int: true, min: 1, doc: 'a request unanswered this long fails (and is retried)' },
     backoff_min_ms: { t: 'number', def: 250, int: true, min: 1, doc: 'first retry delay; doubles per failure, ±20 % jitter' },
     backoff_max_ms: { t: 'number', def: 30000, int: true, min: 1, doc: 'longest retry delay (a longer Retry-After is still honoured)' },
-    ...SINK_QUEUE_FIELDS,
+    ...sinkQueueFields('delivers'),
     ...TLS_FIELDS,
   },
 };
@@ -145,6 +145,8 @@ export const createOtlpSink: SinkFactory = (plugin, ctx): Sink => {
   let outageLogged = false;
   let failing = false;
   let closing = false;
+  /** the last request found no peer (a network error): `on_full = "auto"` drops meanwhile */
+  let down = false;
 
   const held = () => readyEntries + building.length;
   // a window of max_in_flight full batches may be out while the next fills
@@ -261,11 +263,13 @@ export const createOtlpSink: SinkFactory = (plugin, ctx): Sink => {
     req.setTimeout(cfg.request_timeout_ms, () => req.destroy(new Error(`no answer within request_timeout_ms (${cfg.request_timeout_ms} ms)`)));
     req.on('error', (err) => {
       link.down({ error: errorMessage(err) }, closing);
+      if (!closing) down = true;
       conclude(() => retry(batch, errorMessage(err), undefined));
     });
     req.on('response', (res) => {
       const status = res.statusCode ?? 0;
       link.up({ status });
+      down = false;
       const chunks: Buffer[] = [];
       let size = 0;
       res.on('data', (chunk: Buffer) => {
@@ -287,6 +291,7 @@ export const createOtlpSink: SinkFactory = (plugin, ctx): Sink => {
     settles: true,
     carriesIds: true,
     linkUp: () => !failing,
+    linkDown: () => down,
     write(items) {
       const now = Date.now();
       for (const item of items) {

@@ -3,7 +3,7 @@
 
 import { fstatSync } from 'node:fs';
 import { chunkLines, PIPE_BUF } from '../core/lines.js';
-import { pluginConfig, SINK_QUEUE_FIELDS } from '../core/plugin-config.js';
+import { pluginConfig, sinkQueueFields } from '../core/plugin-config.js';
 import type { PluginSpec } from '../config/spec.js';
 import type { OnFull } from '../core/queue.js';
 import type { Sink, SinkFactory } from './types.js';
@@ -20,7 +20,7 @@ export const STDOUT_SINK: PluginSpec = {
   doc: "writes formatted lines to the node's standard output (or error), whole lines only",
   fields: {
     target: { t: 'string', def: 'stdout', oneOf: ['stdout', 'stderr'], doc: 'which standard stream' },
-    ...SINK_QUEUE_FIELDS,
+    ...sinkQueueFields('shows'),
   },
 };
 

@@ -49,6 +49,8 @@ export const createTcpChainSink: SinkFactory = (plugin, ctx): Sink => {
 
   let socket: Socket | undefined;
   let closing = false;
+  /** failed to connect, or lost the link and not reconnected since (`on_full = "auto"` drops meanwhile) */
+  let down = false;
   const loop = new DialLoop({
     host: cfg.host,
     port: cfg.port,
@@ -107,6 +109,7 @@ export const createTcpChainSink: SinkFactory = (plugin, ctx): Sink => {
         if (msg.kind === 'ack') onAck(msg.n);
         else if (msg.kind === 'ok' && loop.state === 'connecting') {
           loop.ready();
+          down = false;
           sent = 0;
           lastAck = 0;
           link.up({ tls: !!tlsOptions, node, unacked: held() });
@@ -123,6 +126,7 @@ export const createTcpChainSink: SinkFactory = (plugin, ctx): Sink => {
     if (socket !== s) return;
     socket = undefined;
     sent = 0;
+    if (!closing) down = true;
     const fields = { remote: `${cfg.host}:${cfg.port}`, error: failure ?? 'connection closed', unacked: held() };
     // A link that was up says so once (WARN `Chain link down`); a planned close says nothing.
     link.down({ error: fields.error, unacked: fields.unacked }, closing);
@@ -155,6 +159,7 @@ export const createTcpChainSink: SinkFactory = (plugin, ctx): Sink => {
     carriesIds: true,
     sendsWire: true,
     linkUp: () => loop.state === 'ready',
+    linkDown: () => down,
     write(batch) {
       const wired = wireItems(batch);
       counters.synthesized += encodeWire(wired, 0, wired.length, Date.now(), ctx.pipeline);

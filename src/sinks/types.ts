@@ -39,8 +39,13 @@ export interface Sink {
   readonly carriesIds?: boolean;
   /** The sink sends items as chain lines (`encodeWire`): the pipeline may write them ahead. */
   readonly sendsWire?: boolean;
-  /** For `fanout = "any"`: false while the link is down (the sink then skips entries). */
+  /** For `fanout = "any"` and `"balance"`: false while the link is not up (the sink then skips entries). */
   linkUp?(): boolean;
+  /**
+   * For `on_full = "auto"` (DESIGN.md §25): true while the link is down, i.e. it failed to connect,
+   * or lost its connection and has not reconnected since (not while the first attempt is under way).
+   */
+  linkDown?(): boolean;
   /** Build step: bind listeners, open files. Not called by `check`. */
   open?(): Promise<void>;
   /** Takes a batch; the returned promise (if any) resolves when the sink can take the next one. */

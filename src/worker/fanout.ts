@@ -28,11 +28,14 @@ export interface Fanout {
   failover(from: SinkRunner, items: readonly SinkItem[]): boolean;
 }
 
+/** Why `all` dropped an entry for a sink: its queue was full and it drops (`on_full = "drop"`), or its link is down (`auto`). */
+export type FanoutDropReason = 'queue_full' | 'link_down';
+
 export interface FanoutHooks {
   /** writes what a runner holds now, if it is idle */
   pump(r: SinkRunner): void;
-  /** an entry a full dropping sink could not take (`all`) */
-  dropped(r: SinkRunner): void;
+  /** an entry a full sink could not take (`all`) */
+  dropped(r: SinkRunner, reason: FanoutDropReason): void;
 }
 
 const isLive = (r: SinkRunner) => r.sink.linkUp?.() !== false;
@@ -50,24 +53,36 @@ export function createFanout(mode: FanoutMode, runners: readonly SinkRunner[], h
   return mode === 'any' ? anyFanout(runners, hooks) : allFanout(runners, hooks);
 }
 
+/**
+ * Whether a full queue of `r` pauses the sources (DESIGN.md §25): `block` always; `auto` unless its
+ * link is down while another sink of the pipeline is live; `drop` never.
+ */
+function blocksWhenFull(r: SinkRunner, runners: readonly SinkRunner[]): boolean {
+  const mode = r.sink.onFull;
+  if (mode !== 'auto') return mode === 'block';
+  if (r.sink.linkDown?.() !== true) return true;
+  for (const other of runners) if (other !== r && isLive(other) && other.sink.linkDown?.() !== true) return false;
+  return true;
+}
+
 function allFanout(runners: readonly SinkRunner[], hooks: FanoutHooks): Fanout {
-  const blocking = runners.filter((r) => r.sink.onFull === 'block');
+  const mayDrop = runners.some((r) => r.sink.onFull !== 'block');
   return {
     offer(item) {
       for (const r of runners) {
-        if (r.sink.onFull === 'drop' && r.queue.full) {
+        if (mayDrop && r.queue.full && !blocksWhenFull(r, runners)) {
           // a batch bigger than the queue must not be dropped for a sink that is idle and could take it now
           if (!r.busy) hooks.pump(r);
           if (r.queue.full) {
-            hooks.dropped(r);
+            hooks.dropped(r, r.sink.onFull === 'auto' ? 'link_down' : 'queue_full');
             continue;
           }
         }
         push(r, item);
       }
     },
-    full: () => blocking.some(isFull),
-    belowHalf: () => blocking.every((r) => r.queue.length < r.sink.bufferSize / 2),
+    full: () => runners.some((r) => isFull(r) && blocksWhenFull(r, runners)),
+    belowHalf: () => runners.every((r) => r.queue.length < r.sink.bufferSize / 2 || !blocksWhenFull(r, runners)),
     failover: () => false,
   };
 }

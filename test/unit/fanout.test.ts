@@ -140,3 +140,38 @@ test('any: failover never offers an item to a path that holds it or delivered it
   t.is(c.queue.length, 1);
   t.is(a.counters.failed_over, 1);
 });
+
+/** A runner whose link is down (`linkDown`) while `down()` says so. */
+function autoRunner(id: string, bufferSize: number, down: () => boolean): SinkRunner {
+  const r = runner(id, bufferSize, 'auto', () => !down());
+  return { ...r, sink: { ...r.sink, linkDown: down } };
+}
+
+test('all, auto: a full sink blocks while its link is up or no other sink is live; a dead one beside a live one drops, as link_down', (t) => {
+  let aDown = false;
+  const a = autoRunner('a', 2, () => aDown);
+  const reasons: string[] = [];
+  const f = createFanout('all', [a], { pump: () => {}, dropped: (_r, reason) => reasons.push(reason) });
+  f.offer(item());
+  f.offer(item());
+  t.true(f.full(), 'link up: a full auto sink pauses the sources');
+  aDown = true;
+  f.offer(item());
+  t.true(f.full(), 'link down but no other sink: it still blocks');
+  t.deepEqual(reasons, []);
+
+  let bDown = false;
+  const b = autoRunner('b', 2, () => bDown);
+  const live = runner('live', 100);
+  const g = createFanout('all', [b, live], { pump: () => {}, dropped: (_r, reason) => reasons.push(reason) });
+  g.offer(item());
+  g.offer(item());
+  t.true(g.full());
+  bDown = true;
+  t.false(g.full(), 'a dead link beside a live sink no longer pauses the pipeline');
+  g.offer(item());
+  t.deepEqual(reasons, ['link_down']);
+  t.is(live.queue.length, 3);
+  bDown = false;
+  t.true(g.full(), 'back up: it blocks again');
+});
