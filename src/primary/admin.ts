@@ -12,7 +12,7 @@ import type { Logger } from '../core/log.js';
 import { createHttpListener } from '../net/http-server.js';
 import { createAuthorizer } from '../net/tls.js';
 import { createMetrics, METRICS_CONTENT_TYPE } from './metrics.js';
-import { nodeStatus } from './node-status.js';
+import { nodeStatus, readinessOf } from './node-status.js';
 import type { Supervisor } from './supervisor.js';
 
 /**
@@ -103,7 +103,7 @@ export async function startAdmin(cfg: AdminConfig, sup: Supervisor, log: Logger)
       case '/readyz': {
         const status = nodeStatus(sup);
         if (status.ready) json(res, 200, { ready: true });
-        else json(res, 503, { ready: false, pipelines: Object.fromEntries(Object.entries(status.pipelines).map(([name, p]) => [name, p.state])) });
+        else json(res, 503, { ready: false, pipelines: Object.fromEntries(Object.entries(status.pipelines).map(([name, p]) => [name, readinessOf(p)])) });
         return;
       }
       case '/status':

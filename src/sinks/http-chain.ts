@@ -12,6 +12,7 @@ import { defaultNode, HEADER_NODE, HEADER_PROTOCOL, NDJSON, PROTOCOL_VERSION } f
 import { eachWireRun, encodeWire, type WireItem, wireItems } from '../chain/wire.js';
 import { settle, type Ticket } from '../core/ack.js';
 import { errorMessage } from '../core/errors.js';
+import { startProbe } from '../net/http-probe.js';
 import { clientTlsOptions } from '../net/tls.js';
 import { createLinkState } from '../chain/link-state.js';
 import type { Sink, SinkFactory } from './types.js';
@@ -160,11 +161,15 @@ export const createHttpChainSink: SinkFactory = (plugin, ctx): Sink => {
     while (inFlight < MAX_IN_FLIGHT && !retryTimer && ready.length > 0 && !ctx.checkOnly) post(ready.shift()!);
   };
 
+  const agentOf = (): HttpAgent =>
+    (agent ??= tlsOptions
+      ? new HttpsAgent({ ...tlsOptions, keepAlive: true, maxSockets: MAX_IN_FLIGHT, timeout: 30_000 })
+      : new HttpAgent({ keepAlive: true, maxSockets: MAX_IN_FLIGHT, timeout: 30_000 }));
+  let probe: { stop(): void } | undefined;
+
   const post = (batch: Batch) => {
     inFlight++;
-    agent ??= tlsOptions
-      ? new HttpsAgent({ ...tlsOptions, keepAlive: true, maxSockets: MAX_IN_FLIGHT, timeout: 30_000 })
-      : new HttpAgent({ keepAlive: true, maxSockets: MAX_IN_FLIGHT, timeout: 30_000 });
+    agentOf();
     let settled = false;
     const settle = (fn: () => void) => {
       if (settled) return;
@@ -222,6 +227,28 @@ export const createHttpChainSink: SinkFactory = (plugin, ctx): Sink => {
     sendsWire: true,
     linkUp: () => !failing,
     linkDown: () => down,
+    open() {
+      // dial at start (DESIGN.md §25): an empty batch, which the source answers 204 (0 accepted)
+      if (ctx.checkOnly) return Promise.resolve();
+      probe = startProbe({
+        request: () => request({ host: cfg.host, port: cfg.port, path: cfg.path, method: 'POST', agent: agentOf(), headers: { ...headers, 'Content-Length': 0 } }),
+        timeoutMs: cfg.request_timeout_ms,
+        backoff: chainBackoff(cfg),
+        log,
+        remote: `${cfg.host}:${cfg.port}`,
+        line: 'Chain link cannot connect, retrying',
+        counters,
+        onAnswer: (status) => {
+          down = false;
+          link.up({ status });
+        },
+        onFailure: (error) => {
+          down = true;
+          link.down({ error }, closing);
+        },
+      });
+      return Promise.resolve();
+    },
     write(batch) {
       const items = wireItems(batch);
       counters.synthesized += encodeWire(items, 0, items.length, Date.now(), ctx.pipeline);
@@ -242,6 +269,7 @@ export const createHttpChainSink: SinkFactory = (plugin, ctx): Sink => {
     held,
     async close(deadline) {
       closing = true;
+      probe?.stop();
       closeBatch();
       waiters.wake(closing);
       if (held() > 0 && !ctx.checkOnly) await waiters.emptyBy(deadline);

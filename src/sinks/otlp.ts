@@ -17,6 +17,7 @@ import { errorMessage, PluginError } from '../core/errors.js';
 import { pluginConfig, sinkQueueFields } from '../core/plugin-config.js';
 import type { OnFull } from '../core/queue.js';
 import { VERSION } from '../core/version.js';
+import { startProbe } from '../net/http-probe.js';
 import { clientTlsOptions, TLS_FIELDS, type TlsConfig } from '../net/tls.js';
 import { encodeRequest } from '../otlp/encode.js';
 import { encodeJsonRequest } from '../otlp/json.js';
@@ -234,6 +235,12 @@ export const createOtlpSink: SinkFactory = (plugin, ctx): Sink => {
     }
   };
 
+  const agentOf = (): HttpAgent =>
+    (agent ??= tlsOptions
+      ? new HttpsAgent({ ...tlsOptions, keepAlive: true, maxSockets: cfg.max_in_flight, timeout: 30_000 })
+      : new HttpAgent({ keepAlive: true, maxSockets: cfg.max_in_flight, timeout: 30_000 }));
+  let probe: { stop(): void } | undefined;
+
   const post = async (batch: Batch) => {
     inFlight++;
     let body: Buffer;
@@ -248,9 +255,7 @@ export const createOtlpSink: SinkFactory = (plugin, ctx): Sink => {
       send();
       return;
     }
-    agent ??= tlsOptions
-      ? new HttpsAgent({ ...tlsOptions, keepAlive: true, maxSockets: cfg.max_in_flight, timeout: 30_000 })
-      : new HttpAgent({ keepAlive: true, maxSockets: cfg.max_in_flight, timeout: 30_000 });
+    agentOf();
     let settled = false;
     const conclude = (fn: () => void) => {
       if (settled) return;
@@ -292,6 +297,28 @@ export const createOtlpSink: SinkFactory = (plugin, ctx): Sink => {
     carriesIds: true,
     linkUp: () => !failing,
     linkDown: () => down,
+    async open() {
+      // dial at start (DESIGN.md §25): an export request with no records, which a receiver answers
+      if (ctx.checkOnly) return;
+      const body = await encode({ placed: [], tickets: [] });
+      probe = startProbe({
+        request: () => request({ host, port, path, method: 'POST', agent: agentOf(), headers: { ...headers, 'Content-Length': body.length } }),
+        body,
+        timeoutMs: cfg.request_timeout_ms,
+        backoff: new Backoff({ min_ms: cfg.backoff_min_ms, max_ms: cfg.backoff_max_ms, jitter: 0.2 }),
+        log,
+        remote,
+        line: 'OTLP export cannot connect, retrying',
+        onAnswer: (status) => {
+          down = false;
+          link.up({ status });
+        },
+        onFailure: (error) => {
+          down = true;
+          link.down({ error }, closing);
+        },
+      });
+    },
     write(items) {
       const now = Date.now();
       for (const item of items) {
@@ -312,6 +339,7 @@ export const createOtlpSink: SinkFactory = (plugin, ctx): Sink => {
     held,
     async close(deadline) {
       closing = true;
+      probe?.stop();
       closeBatch();
       waiters.wake(closing);
       if (held() > 0 && !ctx.checkOnly) await waiters.emptyBy(deadline);

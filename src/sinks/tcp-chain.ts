@@ -1,4 +1,4 @@
-// `tcp_chain` sink: the sending end of a chain link (DESIGN.md §9). Connects lazily, says hello,
+// `tcp_chain` sink: the sending end of a chain link (DESIGN.md §9). Connects at start, says hello,
 // writes each batch as one chunk of JSON lines and keeps every entry until the peer acknowledges
 // it; after a reconnect (exponential backoff with jitter) the unacknowledged ones are sent again.
 
@@ -145,8 +145,9 @@ export const createTcpChainSink: SinkFactory = (plugin, ctx): Sink => {
       waiters.wake(closing);
     }
     if (closing && held() === 0) return;
-    // a redundant path keeps dialing while idle, so it comes back into the rotation
-    if (held() > 0 || !wasReady || ctx.failover) loop.redial();
+    // the link is kept up while idle (DESIGN.md §25): an outage shows before data flows, and a
+    // redundant path comes back into the rotation
+    if (!closing || held() > 0) loop.redial();
   };
 
   return {
@@ -160,6 +161,11 @@ export const createTcpChainSink: SinkFactory = (plugin, ctx): Sink => {
     sendsWire: true,
     linkUp: () => loop.state === 'ready',
     linkDown: () => down,
+    open() {
+      // dial at start (DESIGN.md §25): an unreachable peer is told before any entry flows
+      if (!ctx.checkOnly) loop.dial();
+      return Promise.resolve();
+    },
     write(batch) {
       const wired = wireItems(batch);
       counters.synthesized += encodeWire(wired, 0, wired.length, Date.now(), ctx.pipeline);

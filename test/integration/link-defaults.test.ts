@@ -2,6 +2,7 @@
 // its directory and port, delivers a burst whole to a slower receiver; `on_full = "auto"` blocks a
 // random source into a dead link (the source counts `dropped_entries`), drops for a dead link only
 // while another sink is live (`dropped_link_down`); a stdout sink still drops and counts.
+// Links dialled at start (acceptance 2): an unreachable downstream is told and named by /readyz.
 
 import { appendFileSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -9,7 +10,8 @@ import test from 'ava';
 import { freePort, ownedTempDir, ROOT, spawnOwnedNode, startNodeInDir, waitFor, waitReady } from '../helpers/node.js';
 import { makePki } from '../helpers/pki.js';
 import { latestCounter, latestStatus } from '../helpers/status.js';
-import { randomSourceToml, sinkToml } from '../helpers/toml.js';
+import { adminRequest } from '../helpers/admin.js';
+import { fileSourceToml, localPluginToml, randomSourceToml, sinkToml } from '../helpers/toml.js';
 
 const readmeExample = (heading: string): string => {
   const examples = [...readFileSync(join(ROOT, 'README.md'), 'utf8').matchAll(/```toml\n([\s\S]*?)```/g)].map((m) => m[1]!);
@@ -111,4 +113,50 @@ test.serial('a stdout sink keeps on_full = "drop" by default: a stalled reader d
   }, 'the stalled stdout sink drops, counted', 30_000);
   t.is(s['sources.random.dropped_entries'], 0, 'a showing sink never pauses the sources');
   node.child.stdout!.resume();
+});
+
+/** What `/readyz` says, or undefined while it does not answer. */
+async function readyz(port: number): Promise<{ status: number; pipelines: Record<string, string> } | undefined> {
+  const res = await adminRequest(port, '/readyz').catch(() => undefined);
+  if (!res) return undefined;
+  return { status: res.status, pipelines: (JSON.parse(res.body) as { pipelines?: Record<string, string> }).pipelines ?? {} };
+}
+
+const unreachable: [string, string, (port: number) => string][] = [
+  ['tcp_chain', 'Chain link cannot connect, retrying', (port) => sinkToml('link', 'tcp_chain', `host = "127.0.0.1"\nport = ${port}\nbackoff_min_ms = 100\nbackoff_max_ms = 200`)],
+  ['http_chain', 'Chain link cannot connect, retrying', (port) => sinkToml('link', 'http_chain', `host = "127.0.0.1"\nport = ${port}\nbackoff_min_ms = 100\nbackoff_max_ms = 200`)],
+  ['otlp', 'OTLP export cannot connect, retrying', (port) => sinkToml('link', 'otlp', `endpoint = "http://127.0.0.1:${port}/v1/logs"\nbackoff_min_ms = 100\nbackoff_max_ms = 200`)],
+  ['nats', 'NATS server unreachable, retrying', (port) => sinkToml('link', 'nats', `servers = ["nats://127.0.0.1:${port}"]\nsubject = "logs.app"\nbackoff_min_ms = 100\nbackoff_max_ms = 200`)],
+];
+for (const [type, line, sink] of unreachable) {
+  test.serial(`a ${type} sink whose downstream is unreachable says so and /readyz names its pipeline within 2 s of the start, before any entry`, async (t) => {
+    const dir = ownedTempDir(t, `logrelay-dial-${type}-`);
+    const [admin, dead] = await Promise.all([freePort(), freePort()]);
+    mkdirSync(join(dir.path, 'in'));
+    const node = startNodeInDir(t, dir, `[admin]\nport = ${admin}\n[[pipelines]]\nname = "quiet"\n${fileSourceToml('f', join(dir.path, 'in'))}${sink(dead)}[[pipelines]]\nname = "other"\n${randomSourceToml('count = 1')}${sinkToml('out', 'null')}`);
+    const started = await waitFor(() => node.records.find((r) => r.msg === 'Starting pipeline' && r.pipeline === 'quiet'), 'pipeline quiet started');
+    const t0 = Date.parse(String(started.time));
+    const named = await waitFor(async () => {
+      const r = await readyz(admin);
+      return r?.status === 503 && r.pipelines.quiet === 'link_down' ? Date.now() : undefined;
+    }, '/readyz 503 naming pipeline quiet as link_down');
+    const warned = await waitFor(() => node.records.find((r) => r.msg === line && r.pipeline === 'quiet'), `WARN ${line}`);
+    t.is(warned.level, 'warn');
+    t.true(Date.parse(String(warned.time)) - t0 <= 2000, `the line came ${Date.parse(String(warned.time)) - t0} ms after the start`);
+    t.true(named - t0 <= 2000, `/readyz named the pipeline ${named - t0} ms after the start`);
+    t.is(latestCounter(node, 'quiet', 'sources.f.total_entries') ?? 0, 0, 'no entry was written');
+    t.not((await readyz(admin))?.pipelines.other, 'link_down', 'a pipeline without links is not named link_down');
+  });
+}
+
+test.serial('/readyz answers 200 once the links of a chain sink are up', async (t) => {
+  const dir = ownedTempDir(t, 'logrelay-dial-up-');
+  const [admin, port] = await Promise.all([freePort(), freePort()]);
+  mkdirSync(join(dir.path, 'in'));
+  startNodeInDir(t, dir, `[admin]\nport = ${admin}\n[[pipelines]]\nname = "recv"\n${localPluginToml('sources', 'link', 'tcp_chain', port)}${sinkToml('out', 'null')}[[pipelines]]\nname = "send"\n${fileSourceToml('f', join(dir.path, 'in'))}${sinkToml('link', 'tcp_chain', `host = "127.0.0.1"\nport = ${port}\nbackoff_min_ms = 100\nbackoff_max_ms = 200`)}`);
+  const ready = await waitFor(async () => {
+    const r = await readyz(admin);
+    return r?.status === 200 ? r : undefined;
+  }, '/readyz 200 with the link up');
+  t.deepEqual(ready.pipelines, {});
 });
