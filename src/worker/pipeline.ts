@@ -139,7 +139,7 @@ class AssembledPipeline implements Pipeline {
           log,
           checkOnly: opts.checkOnly,
           node: opts.node,
-          failover: cfg.fanout === 'any' ? (items) => !!ref.sink && this.failover(ref.sink, items) : undefined,
+          failover: cfg.fanout === 'any' || cfg.fanout === 'balance' ? (items) => !!ref.sink && this.failover(ref.sink, items) : undefined,
         });
         ref.sink = sink;
         this.runners.push({ sink, queue: new BoundedQueue(sink.bufferSize), counters: { total_processed: 0, dropped_queue_full: 0, dropped_link_down: 0, abandoned: 0 }, busy: false });
@@ -301,7 +301,7 @@ class AssembledPipeline implements Pipeline {
     }
   }
 
-  /** `fanout = "any"`: a sink whose link broke hands over what it holds */
+  /** `fanout = "any"` or `"balance"`: a sink whose link broke hands over what it holds */
   private failover(sink: Sink, items: SinkItem[]): boolean {
     const r = this.runners.find((x) => x.sink === sink);
     if (!r || this.stopping) return false;

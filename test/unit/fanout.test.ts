@@ -175,3 +175,62 @@ test('all, auto: a full sink blocks while its link is up or no other sink is liv
   bDown = false;
   t.true(g.full(), 'back up: it blocks again');
 });
+
+test('balance: each item goes to one sink, round robin over the live ones with room; a dead or full one is passed over', (t) => {
+  let bLive = true;
+  const a = runner('a', 3);
+  const b = runner('b', 3, 'drop', () => bLive);
+  const c = runner('c', 3);
+  const f = createFanout('balance', [a, b, c], { pump: () => {}, dropped: () => t.fail('balance never drops') });
+  const ticket: Ticket = { pending: 0, done: () => {} };
+  for (let i = 0; i < 3; i++) f.offer(item(ticket));
+  t.deepEqual([a.queue.length, b.queue.length, c.queue.length], [1, 1, 1]);
+  t.is(ticket.pending, 3, 'one delivery owed per item');
+  bLive = false;
+  for (let i = 0; i < 2; i++) f.offer(item(ticket));
+  t.deepEqual([a.queue.length, b.queue.length, c.queue.length], [2, 1, 2], 'the dead path gets nothing');
+  f.offer(item());
+  f.offer(item());
+  t.deepEqual([a.queue.length, c.queue.length], [3, 3]);
+  t.true(f.full(), 'every live path is full: the sources pause (the dead one has room but does not count)');
+  bLive = true;
+  t.false(f.full(), 'a live path with room: no pause');
+  f.offer(item());
+  t.is(b.queue.length, 2, 'the only one with room takes it');
+});
+
+test('balance: sources pause only when every live path is full, and resume when one is below half', (t) => {
+  const a = runner('a', 2);
+  const b = runner('b', 2);
+  const f = createFanout('balance', [a, b], { pump: () => {}, dropped: () => t.fail('balance never drops') });
+  f.offer(item());
+  f.offer(item());
+  f.offer(item());
+  t.false(f.full(), 'one path still has room');
+  f.offer(item());
+  t.true(f.full());
+  a.queue.take(2);
+  t.true(f.belowHalf());
+});
+
+test('balance: a broken link hands its unacknowledged items and its queue to a live path', (t) => {
+  let aLive = true;
+  const a = runner('a', 10, 'drop', () => aLive);
+  const b = runner('b', 10);
+  const f = createFanout('balance', [a, b], { pump: () => {}, dropped: () => t.fail('balance never drops') });
+  let done = 0;
+  const ticket: Ticket = { pending: 0, done: () => done++ };
+  const items = Array.from({ length: 4 }, () => item(ticket));
+  for (const it of items) f.offer(it);
+  t.deepEqual([a.queue.length, b.queue.length], [2, 2]);
+  const held = a.queue.take(1); // "sent", unacknowledged
+  aLive = false;
+  t.true(f.failover(a, held));
+  t.is(a.queue.length, 0);
+  t.is(b.queue.length, 4, 'the held item and the queued one moved over');
+  t.is(a.counters.failed_over, 2);
+  // the broken path's share of the held item was let go; the queued one carried its share over
+  t.is(ticket.pending, 4);
+  for (const it of b.queue.take(4)) settleTicket(it.ticket);
+  t.is(ticket.pending, 0);
+});
