@@ -71,7 +71,7 @@ export const COUNTER_SECTIONS: readonly CounterSection[] = [
       {
         name: 'dropped_entries',
         owners: 'every',
-        doc: 'entries lost because the pipeline was saturated and this source cannot pause (`random`), or every path of a `fanout = "any"` pipeline was full',
+        doc: 'entries lost because the pipeline was saturated and this source cannot pause (`random`), or every live path of a `fanout = "any"` or `"balance"` pipeline was full',
       },
       { name: 'active_watchers', owners: ['file'], gauge: true, doc: 'files being tailed now' },
       { name: 'rotations', owners: ['file'], doc: 'a file was renamed away and a new one took its name; normal with logrotate' },
@@ -187,7 +187,7 @@ export const COUNTER_SECTIONS: readonly CounterSection[] = [
       {
         name: 'failed_over',
         owners: 'every',
-        when: 'in a `fanout = "any"` pipeline',
+        when: 'in a `fanout = "any"` or `"balance"` pipeline',
         doc: 'unacknowledged entries of a broken link handed to a live path that did not hold them already',
       },
       {

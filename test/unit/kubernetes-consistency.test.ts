@@ -193,7 +193,7 @@ test('chain sinks dial Services of the manifests, on ports that reach a chain so
   const edge = configOf(all.find((w) => w.kind === 'DaemonSet')!);
   const hosts = pluginsOf(edge, 'plugin_sinks').map((s) => String(s.config.host));
   t.is(new Set(hosts).size, 2, 'the edge dials two different relays');
-  t.true(edge.pipelines.every((p) => p.fanout === 'any'), 'edge: fanout = "any"');
+  t.true(edge.pipelines.every((p) => p.fanout === 'balance'), 'edge: fanout = "balance"');
   const collector = configOf(all.find((w) => w.name === 'collector')!);
   t.true(collector.pipelines.every((p) => p.flow.dedup?.enabled), 'collector: dedup');
   t.deepEqual((pluginsOf(collector, 'plugin_sources')[0]?.config.auth as { allow?: string[] } | undefined)?.allow, ['relay'], 'the collector admits the relays only');
