@@ -15,6 +15,8 @@ export interface DialerSinkConfig {
   readonly host: string;
   readonly port: number;
   readonly buffer_size: number;
+  /** bound of the queue together with what the sink holds unacknowledged, bytes of formatted lines */
+  readonly buffer_max_bytes: number;
   readonly on_full: OnFull;
   readonly backoff_min_ms: number;
   readonly backoff_max_ms: number;

@@ -20,6 +20,19 @@ export function pluginConfig<T>(kind: PluginKind, plugin: PluginConfig, fields: 
   }
 }
 
+/**
+ * The byte bound of every sink's queue (DESIGN.md §25), counted over the formatted lines of what
+ * is queued together with what the sink holds unacknowledged; whichever bound is reached first
+ * (this or `buffer_size`) counts as full.
+ */
+export const BUFFER_MAX_BYTES = {
+  t: 'number',
+  def: 16777216,
+  int: true,
+  min: 1024,
+  doc: "bound of the sink's input queue together with what it holds unacknowledged, in bytes of formatted lines; whichever of this and `buffer_size` is reached first counts as full",
+} as const;
+
 /** Whether a sink delivers entries somewhere (its `on_full` defaults to `auto`) or shows them (`drop`). */
 export type SinkRole = 'delivers' | 'shows';
 
@@ -27,6 +40,7 @@ export type SinkRole = 'delivers' | 'shows';
 export function sinkQueueFields(role: SinkRole): Fields {
   return {
     buffer_size: { t: 'number', def: 1000, int: true, min: 1, unit: 'entries', doc: "bound of the sink's input queue" },
+    buffer_max_bytes: BUFFER_MAX_BYTES,
     on_full: {
       t: 'string',
       def: role === 'delivers' ? 'auto' : 'drop',

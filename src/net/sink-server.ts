@@ -16,6 +16,8 @@ export interface NetSinkConfig {
   readonly host: string;
   readonly port: number;
   readonly buffer_size: number;
+  /** bound of the queue together with what the sink holds unacknowledged, bytes of formatted lines */
+  readonly buffer_max_bytes: number;
   readonly on_full: OnFull;
   /** per-client queue bound, frames */
   readonly client_buffer_size: number;

@@ -23,6 +23,8 @@ interface FileSinkConfig {
   readonly max_total_size_mb: number;
   readonly retention_hours: number;
   readonly buffer_size: number;
+  /** bound of the queue together with what the sink holds unacknowledged, bytes of formatted lines */
+  readonly buffer_max_bytes: number;
   readonly on_full: OnFull;
 }
 
@@ -117,6 +119,7 @@ export const createFileSink: SinkFactory = (plugin, ctx): Sink => {
     type: 'file',
     counters,
     bufferSize: cfg.buffer_size,
+    bufferMaxBytes: cfg.buffer_max_bytes,
     onFull: cfg.on_full,
     async open() {
       await mkdir(cfg.directory, { recursive: true });

@@ -114,14 +114,19 @@ export const createHttpChainSink: SinkFactory = (plugin, ctx): Sink => {
   let down = false;
 
   const held = () => readyEntries + building.length;
-  const waiters = new HeldWaiters(held, cfg.buffer_size);
+  /** body bytes of the batches held and of the one being filled (`buffer_max_bytes`) */
+  let readyBytes = 0;
+  const heldBytes = () => readyBytes + buildingBytes;
+  const waiters = new HeldWaiters(held, cfg.buffer_size, heldBytes, cfg.buffer_max_bytes);
 
   const closeBatch = () => {
     clearTimeout(flushTimer);
     flushTimer = undefined;
     if (building.length === 0) return;
-    ready.push({ ...bodyOf(building), count: building.length, tickets: building.map((item) => item.ticket) });
+    const batch = { ...bodyOf(building), count: building.length, tickets: building.map((item) => item.ticket) };
+    ready.push(batch);
     readyEntries += building.length;
+    readyBytes += batch.bytes;
     building = [];
     buildingBytes = 0;
     send();
@@ -130,6 +135,7 @@ export const createHttpChainSink: SinkFactory = (plugin, ctx): Sink => {
   const done = (batch: Batch) => {
     inFlight--;
     readyEntries -= batch.count;
+    readyBytes -= batch.bytes;
     for (const ticket of batch.tickets) settle(ticket);
     waiters.wake(closing);
     send();
@@ -221,6 +227,7 @@ export const createHttpChainSink: SinkFactory = (plugin, ctx): Sink => {
     type: 'http_chain',
     counters,
     bufferSize: cfg.buffer_size,
+    bufferMaxBytes: cfg.buffer_max_bytes,
     onFull: cfg.on_full,
     settles: true,
     carriesIds: true,
@@ -267,6 +274,7 @@ export const createHttpChainSink: SinkFactory = (plugin, ctx): Sink => {
       return waiters.whenRoom(closing);
     },
     held,
+    heldBytes,
     async close(deadline) {
       closing = true;
       probe?.stop();

@@ -30,6 +30,8 @@ interface NatsSinkConfig extends NatsConfig {
   readonly backoff_min_ms: number;
   readonly backoff_max_ms: number;
   readonly buffer_size: number;
+  /** bound of the queue together with what the sink holds unacknowledged, bytes of formatted lines */
+  readonly buffer_max_bytes: number;
   readonly on_full: OnFull;
 }
 
@@ -242,6 +244,7 @@ export const createNatsSink: SinkFactory = (plugin, ctx): Sink => {
     type: 'nats',
     counters,
     bufferSize: cfg.buffer_size,
+    bufferMaxBytes: cfg.buffer_max_bytes,
     onFull: cfg.on_full,
     settles: true,
     carriesIds: true,

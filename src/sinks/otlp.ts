@@ -38,6 +38,8 @@ interface OtlpSinkConfig {
   readonly backoff_min_ms: number;
   readonly backoff_max_ms: number;
   readonly buffer_size: number;
+  /** bound of the queue together with what the sink holds unacknowledged, bytes of formatted lines */
+  readonly buffer_max_bytes: number;
   readonly on_full: OnFull;
   readonly tls: TlsConfig;
 }
@@ -292,6 +294,7 @@ export const createOtlpSink: SinkFactory = (plugin, ctx): Sink => {
     type: 'otlp',
     counters,
     bufferSize: cfg.buffer_size,
+    bufferMaxBytes: cfg.buffer_max_bytes,
     onFull: cfg.on_full,
     settles: true,
     carriesIds: true,

@@ -13,6 +13,8 @@ const CHUNK = 65536;
 interface StdoutConfig {
   readonly target: 'stdout' | 'stderr';
   readonly buffer_size: number;
+  /** bound of the queue together with what the sink holds unacknowledged, bytes of formatted lines */
+  readonly buffer_max_bytes: number;
   readonly on_full: OnFull;
 }
 
@@ -59,6 +61,7 @@ export const createStdoutSink: SinkFactory = (plugin, ctx): Sink => {
     type: 'stdout',
     counters,
     bufferSize: cfg.buffer_size,
+    bufferMaxBytes: cfg.buffer_max_bytes,
     onFull: cfg.on_full,
     async open() {
       const st = fstatSync(cfg.target === 'stdout' ? 1 : 2);

@@ -177,6 +177,7 @@ export const createSyslogSink: SinkFactory = (plugin, ctx): Sink => {
     type: 'syslog',
     counters,
     bufferSize: cfg.buffer_size,
+    bufferMaxBytes: cfg.buffer_max_bytes,
     onFull: cfg.on_full,
     linkDown: () => down,
     write(batch) {

@@ -45,7 +45,9 @@ export const createTcpChainSink: SinkFactory = (plugin, ctx): Sink => {
   let sent = 0;
   let lastAck = 0;
   const held = () => items.length - head;
-  const waiters = new HeldWaiters(held, cfg.buffer_size);
+  /** the formatted lines' length of the held items (`buffer_max_bytes`) */
+  let heldBytes = 0;
+  const waiters = new HeldWaiters(held, cfg.buffer_size, () => heldBytes, cfg.buffer_max_bytes);
 
   let socket: Socket | undefined;
   let closing = false;
@@ -68,6 +70,7 @@ export const createTcpChainSink: SinkFactory = (plugin, ctx): Sink => {
     if (delta <= 0) return;
     lastAck = n;
     settleAll(items, head, head + delta);
+    for (let i = head; i < head + delta; i++) heldBytes -= items[i]!.line.length;
     head += delta;
     sent -= delta;
     if (head === items.length) {
@@ -141,6 +144,7 @@ export const createTcpChainSink: SinkFactory = (plugin, ctx): Sink => {
     if (held() > 0 && !closing && ctx.failover?.(items.slice(head))) {
       items = [];
       head = 0;
+      heldBytes = 0;
       counters.unacked = 0;
       waiters.wake(closing);
     }
@@ -155,6 +159,7 @@ export const createTcpChainSink: SinkFactory = (plugin, ctx): Sink => {
     type: 'tcp_chain',
     counters,
     bufferSize: cfg.buffer_size,
+    bufferMaxBytes: cfg.buffer_max_bytes,
     onFull: cfg.on_full,
     settles: true,
     carriesIds: true,
@@ -169,13 +174,17 @@ export const createTcpChainSink: SinkFactory = (plugin, ctx): Sink => {
     write(batch) {
       const wired = wireItems(batch);
       counters.synthesized += encodeWire(wired, 0, wired.length, Date.now(), ctx.pipeline);
-      for (const item of wired) items.push(item);
+      for (const item of wired) {
+        items.push(item);
+        heldBytes += item.line.length;
+      }
       counters.unacked = held();
       if (loop.state === 'ready') sendPending();
       else if (!ctx.checkOnly) loop.dial();
       return waiters.whenRoom(closing);
     },
     held,
+    heldBytes: () => heldBytes,
     async close(deadline) {
       closing = true;
       waiters.wake(closing);

@@ -29,6 +29,10 @@ export interface Sink {
   readonly counters: Counters;
   /** input queue bound, entries */
   readonly bufferSize: number;
+  /** input queue bound together with heldBytes(), bytes of formatted lines (`buffer_max_bytes`) */
+  readonly bufferMaxBytes: number;
+  /** bytes of the formatted lines taken by write() but not yet delivered (unacknowledged); 0 when absent */
+  heldBytes?(): number;
   readonly onFull: OnFull;
   /**
    * The sink settles its items itself (core/ack.ts settle) once the peer acknowledged them

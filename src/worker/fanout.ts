@@ -40,7 +40,9 @@ export interface FanoutHooks {
 }
 
 const isLive = (r: SinkRunner) => r.sink.linkUp?.() !== false;
-const isFull = (r: SinkRunner) => r.queue.length >= r.sink.bufferSize;
+/** `buffer_size` or `buffer_max_bytes` (queue and unacknowledged together) reached */
+const isFull = (r: SinkRunner) => r.queue.full;
+const isBelowHalf = (r: SinkRunner) => r.queue.belowHalf;
 
 /** An item's `paths` bit of the i-th sink; sinks past the 31st share no bit (failover may repeat to them). */
 const bit = (i: number): number => (i < 31 ? 1 << i : 0);
@@ -81,10 +83,10 @@ function allFanout(runners: readonly SinkRunner[], hooks: FanoutHooks): Fanout {
   return {
     offer(item) {
       for (const r of runners) {
-        if (mayDrop && r.queue.full && !blocksWhenFull(r, runners)) {
+        if (mayDrop && isFull(r) && !blocksWhenFull(r, runners)) {
           // a batch bigger than the queue must not be dropped for a sink that is idle and could take it now
           if (!r.busy) hooks.pump(r);
-          if (r.queue.full) {
+          if (isFull(r)) {
             hooks.dropped(r, r.sink.onFull === 'auto' ? 'link_down' : 'queue_full');
             continue;
           }
@@ -93,7 +95,7 @@ function allFanout(runners: readonly SinkRunner[], hooks: FanoutHooks): Fanout {
       }
     },
     full: () => runners.some((r) => isFull(r) && blocksWhenFull(r, runners)),
-    belowHalf: () => runners.every((r) => r.queue.length < r.sink.bufferSize / 2 || !blocksWhenFull(r, runners)),
+    belowHalf: () => runners.every((r) => isBelowHalf(r) || !blocksWhenFull(r, runners)),
     failover: () => false,
   };
 }
@@ -127,7 +129,7 @@ function anyFanout(runners: readonly SinkRunner[], hooks: FanoutHooks): Fanout {
       }
     },
     full: () => poolOf(runners).every(isFull),
-    belowHalf: () => poolOf(runners).some((r) => r.queue.length < r.sink.bufferSize / 2),
+    belowHalf: () => poolOf(runners).some(isBelowHalf),
     failover: (from, items) => failOver(runners, hooks, from, items),
   };
 }
@@ -164,7 +166,7 @@ function balanceFanout(runners: readonly SinkRunner[], hooks: FanoutHooks): Fano
       item.paths |= bit(i);
     },
     full: () => poolOf(runners).every(isFull),
-    belowHalf: () => poolOf(runners).some((r) => r.queue.length < r.sink.bufferSize / 2),
+    belowHalf: () => poolOf(runners).some(isBelowHalf),
     failover: (from, items) => failOver(runners, hooks, from, items),
   };
 }

@@ -28,6 +28,9 @@ const validTypes = (registry: object): string => Object.keys(registry).sort().jo
 /** While the sources are paused, how often the pipeline looks again at which full sinks block, ms. */
 const SATURATION_RECHECK_MS = 200;
 
+/** What an item weighs against `buffer_max_bytes`: its formatted line (UTF-16 units, bytes for ASCII). */
+const lineBytes = (item: SinkItem): number => item.line.length;
+
 /** Most entries handed to one sink write. */
 const MAX_BATCH = 1024;
 
@@ -142,7 +145,7 @@ class AssembledPipeline implements Pipeline {
           failover: cfg.fanout === 'any' || cfg.fanout === 'balance' ? (items) => !!ref.sink && this.failover(ref.sink, items) : undefined,
         });
         ref.sink = sink;
-        this.runners.push({ sink, queue: new BoundedQueue(sink.bufferSize), counters: { total_processed: 0, dropped_queue_full: 0, dropped_link_down: 0, abandoned: 0 }, busy: false });
+        this.runners.push({ sink, queue: new BoundedQueue<SinkItem>(sink.bufferSize, sink.bufferMaxBytes, lineBytes, sink.heldBytes ? () => sink.heldBytes!() : undefined), counters: { total_processed: 0, dropped_queue_full: 0, dropped_link_down: 0, abandoned: 0 }, busy: false });
         if (!opts.checkOnly) opts.log.info({ pipeline: cfg.name, plugin: plugin.id, type: plugin.type }, 'Created sink instance');
       } catch (err) {
         this.errors.push(...errorMessages(err));

@@ -9,11 +9,10 @@ import { readFileSync } from 'node:fs';
 import { Agent, get as httpGet } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { join } from 'node:path';
-import { type AddressInfo, createServer } from 'node:net';
 import test from 'ava';
 import { DROP_REASONS } from '../../src/core/drops.js';
 import { FAMILY_NAMES } from '../../src/primary/metrics.js';
-import { chainReceiverToml, chainSinkToml, QUICK_BACKOFF } from '../helpers/chain.js';
+import { chainReceiverToml, chainSinkToml, mutePeer, QUICK_BACKOFF } from '../helpers/chain.js';
 import { adminRequest, adminStatus, type Family, parseExposition, sampleValue } from '../helpers/admin.js';
 import { freePort, type RunningNode, sleep, startOwnedNode, type Teardown, tempDir, waitFor } from '../helpers/node.js';
 import { makePki } from '../helpers/pki.js';
@@ -145,20 +144,6 @@ test.serial('Entries dropped: one WARN with reason and count within a second of 
   await sleep(8000);
   t.is(dropped().length, 1, 'one line per reason per minute');
 });
-
-/** A chain peer that says `{"ok":1}` to every hello and never acknowledges an entry; its port. */
-async function mutePeer(t: Teardown): Promise<number> {
-  const server = createServer((socket) => {
-    socket.once('data', () => socket.write('{"ok":1}\n'));
-    socket.on('error', () => undefined);
-    socket.resume();
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  t.teardown(() => {
-    server.close();
-  });
-  return (server.address() as AddressInfo).port;
-}
 
 test.serial('/readyz: 503 during crash backoff and reload handover, 200 otherwise; /livez 200 throughout', async (t) => {
   const mutePort = await mutePeer(t);

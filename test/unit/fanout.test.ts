@@ -10,7 +10,7 @@ import { createFanout, type SinkRunner } from '../../src/worker/fanout.js';
 
 function runner(id: string, bufferSize: number, onFull: OnFull = 'drop', live = () => true): SinkRunner {
   return {
-    sink: { id, type: 'test', counters: {}, bufferSize, onFull, write() {}, async close() {}, linkUp: live },
+    sink: { id, type: 'test', counters: {}, bufferSize, bufferMaxBytes: 1 << 24, onFull, write() {}, async close() {}, linkUp: live },
     queue: new BoundedQueue<SinkItem>(bufferSize),
     counters: { total_processed: 0 },
     busy: true, // nothing is written meanwhile: the queues only fill
