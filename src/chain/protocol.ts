@@ -22,11 +22,45 @@ export const defaultNode = (): string => hostname();
 
 // ── TCP control lines ─────────────────────────────────────────────────────────────────────────
 
-export function helloLine(node: string): string {
-  return `${JSON.stringify({ logrelay: PROTOCOL_VERSION, node })}\n`;
+// A hello may carry an `offer` (DESIGN.md §25): what the sink can do beyond version 1, one key per
+// feature, each a list of choices in the sink's order of preference. The source answers with an
+// `accept` naming, per key it knows, the first choice it supports; keys it does not know it
+// ignores, and a source that knows no `offer` at all answers `{"ok":1}`: the sink then goes on
+// with version 1 as it is. Every feature is built and read here, and nowhere else.
+
+/** What a sink offers in its hello: feature → choices, preferred first (e.g. `compression: ["zstd","gzip"]`). */
+export type Offer = Readonly<Record<string, readonly (string | number)[]>>;
+/** What a source accepts: feature → the one choice taken. Features absent are declined. */
+export type Accept = Readonly<Record<string, string | number>>;
+
+/** The hello line, with the offer when it holds any feature. */
+export function helloLine(node: string, offer: Offer = {}): string {
+  const features = Object.entries(offer).filter(([, choices]) => choices.length > 0);
+  return `${JSON.stringify(features.length > 0 ? { logrelay: PROTOCOL_VERSION, node, offer: Object.fromEntries(features) } : { logrelay: PROTOCOL_VERSION, node })}\n`;
 }
 
-export const OK_LINE = `${JSON.stringify({ ok: 1 })}\n`;
+/**
+ * The source's choice: per feature it `supports`, the first of the offered choices it supports;
+ * offered features it does not know, and unreadable offers, are ignored.
+ */
+export function acceptFor(offer: unknown, supports: Offer): Accept {
+  const out: Record<string, string | number> = {};
+  if (!isObject(offer)) return out;
+  for (const [feature, ours] of Object.entries(supports)) {
+    const theirs = offer[feature];
+    if (!Array.isArray(theirs)) continue;
+    const chosen = theirs.find((c: unknown) => (typeof c === 'string' || typeof c === 'number') && ours.includes(c));
+    if (chosen !== undefined) out[feature] = chosen as string | number;
+  }
+  return out;
+}
+
+/** The source's answer to a good hello, with what it accepts of the offer. */
+export function okLine(accept: Accept = {}): string {
+  return `${JSON.stringify(Object.keys(accept).length > 0 ? { ok: 1, accept } : { ok: 1 })}\n`;
+}
+
+export const OK_LINE = okLine();
 
 export function errorLine(reason: string): string {
   return `${JSON.stringify({ error: reason })}\n`;
@@ -36,7 +70,7 @@ export function ackLine(n: number): string {
   return `{"ack":${n}}\n`;
 }
 
-export type HelloResult = { readonly ok: true; readonly node: string } | { readonly ok: false; readonly error: string };
+export type HelloResult = { readonly ok: true; readonly node: string; readonly offer: unknown } | { readonly ok: false; readonly error: string };
 
 /** Checks a hello line: a JSON object with `logrelay: 1` and a string `node`. */
 export function parseHello(line: string): HelloResult {
@@ -45,19 +79,26 @@ export function parseHello(line: string): HelloResult {
   if (!isObject(obj) || !('logrelay' in obj)) return { ok: false, error: 'expected hello {"logrelay":1,"node":…}' };
   if (obj.logrelay !== PROTOCOL_VERSION) return { ok: false, error: `unsupported protocol version ${JSON.stringify(obj.logrelay)}, want 1` };
   const node = typeof obj.node === 'string' ? obj.node : '';
-  return { ok: true, node };
+  return { ok: true, node, offer: obj.offer };
 }
 
 /** What a tcp_chain source says to its sink. */
-export type ServerLine = { readonly kind: 'ok' } | { readonly kind: 'error'; readonly error: string } | { readonly kind: 'ack'; readonly n: number };
+export type ServerLine = { readonly kind: 'ok'; readonly accept: Accept } | { readonly kind: 'error'; readonly error: string } | { readonly kind: 'ack'; readonly n: number };
 
 export function parseServerLine(line: string): ServerLine | undefined {
   const obj = parseJson(line);
   if (!isObject(obj)) return undefined;
   if (typeof obj.ack === 'number' && Number.isInteger(obj.ack) && obj.ack >= 0) return { kind: 'ack', n: obj.ack };
-  if (obj.ok === 1) return { kind: 'ok' };
+  if (obj.ok === 1) return { kind: 'ok', accept: isObject(obj.accept) ? acceptOf(obj.accept) : {} };
   if ('error' in obj) return { kind: 'error', error: String(obj.error) };
   return undefined;
+}
+
+/** An `accept` object's string and number values (anything else is not an answer we know). */
+function acceptOf(obj: Record<string, unknown>): Accept {
+  const out: Record<string, string | number> = {};
+  for (const [k, v] of Object.entries(obj)) if (typeof v === 'string' || typeof v === 'number') out[k] = v;
+  return out;
 }
 
 // ── Entry codec ───────────────────────────────────────────────────────────────────────────────

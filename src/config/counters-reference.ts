@@ -104,6 +104,7 @@ export const COUNTER_SECTIONS: readonly CounterSection[] = [
       { name: 'tls_handshake_errors', owners: LISTENERS, doc: 'failed TLS handshakes: a client without a valid certificate, or a plain-text client on a TLS port' },
       { name: 'auth_rejected', owners: LISTENERS, doc: 'clients with a valid certificate whose identity is not in `allow` (each logged WARN `Authorization rejected`)' },
       { name: 'total_requests', owners: ['http_chain', 'otlp'], doc: 'requests received' },
+      { name: 'bytes_received', owners: ['tcp_chain', 'http_chain'], doc: 'bytes read off the links as they came (compressed or not, after TLS): `tcp_chain` the hellos and streams, `http_chain` the request bodies' },
       {
         name: 'rejected_requests',
         owners: ['otlp'],
@@ -209,6 +210,8 @@ export const COUNTER_SECTIONS: readonly CounterSection[] = [
         doc: 'failed or broken links (each followed by a backoff); steady growth means the peer is down or refusing',
       },
       { name: 'unacked', owners: ['tcp_chain', 'nats'], gauge: true, doc: 'entries sent but not yet acknowledged; growing means the next node is slow to deliver' },
+      { name: 'bytes_raw', owners: ['tcp_chain', 'http_chain'], doc: 'bytes of chain lines (and the hello) before compression; equals `bytes_sent` with `compression = "none"`' },
+      { name: 'bytes_sent', owners: ['tcp_chain', 'http_chain'], doc: 'bytes written to the link (after compression, before TLS): `tcp_chain` the hello and the stream, `http_chain` the request bodies' },
       { name: 'synthesized', owners: ['tcp_chain', 'http_chain'], doc: 'entries that lacked `time` or `source` and were completed before sending' },
       { name: 'batches_sent', owners: ['http_chain', 'otlp'], doc: 'batches the peer acknowledged (for `otlp`: any 2xx)' },
       {
@@ -242,6 +245,7 @@ const METRIC_SOURCES: Readonly<Record<string, string>> = {
   logrelay_chain_connected: '`connected` of chain, syslog, nats and otlp sinks and of the nats source',
   logrelay_chain_unacked_entries: '`unacked` of `tcp_chain` and nats sinks and of the nats source',
   logrelay_chain_reconnects_total: '`reconnects` of chain, syslog and nats sinks and of the nats source',
+  logrelay_link_bytes_total: 'sink `bytes_raw` (`stage="raw"`) and `bytes_sent` (`stage="wire"`), source `bytes_received` (`stage="wire"`) of chain links; wire ÷ raw is the compression ratio',
   logrelay_file_lag_bytes: '`lag_bytes`',
   logrelay_buffer_bytes: '`buffer_bytes`',
   logrelay_buffer_entries: '`buffer_entries`',

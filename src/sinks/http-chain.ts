@@ -14,10 +14,15 @@ import { settle, type Ticket } from '../core/ack.js';
 import { errorMessage } from '../core/errors.js';
 import { startProbe } from '../net/http-probe.js';
 import { clientTlsOptions } from '../net/tls.js';
+import { COMPRESSIONS, type Compression, zstdMissing } from '../chain/compression.js';
+import { PluginError } from '../core/errors.js';
+import { promisify } from 'node:util';
+import * as zlib from 'node:zlib';
 import { createLinkState } from '../chain/link-state.js';
 import type { Sink, SinkFactory } from './types.js';
 
 interface HttpChainSinkConfig extends ChainSinkConfig {
+  readonly compression: Compression;
   readonly path: string;
   readonly flush_interval_ms: number;
   readonly max_batch_count: number;
@@ -36,7 +41,14 @@ interface Batch {
    * while the next node answers never outlive the young generation.
    */
   readonly tickets: (Ticket | undefined)[];
+  /** the body compressed (`compression`), made at its first attempt and kept for the retries */
+  wire?: Buffer;
 }
+
+const gzipAsync = promisify<Buffer, zlib.ZlibOptions, Buffer>(zlib.gzip);
+/** zlib's one-shot zstd, where the runtime has it */
+const zstdCompress = (zlib as unknown as { zstdCompress?: (buf: Buffer, cb: (err: Error | null, out: Buffer) => void) => void }).zstdCompress;
+const zstdAsync = zstdCompress ? promisify<Buffer, Buffer>(zstdCompress) : undefined;
 
 /**
  * Batches posted at once, each on its own keep-alive connection: the round trip of one (the
@@ -60,6 +72,17 @@ function retryAfterMs(res: IncomingMessage): number | undefined {
 export const HTTP_CHAIN_SINK: PluginSpec = {
   doc: "forwards structured entries in NDJSON batches to another node's `http_chain` source; retries a batch until it is acknowledged",
   fields: chainSinkFields({
+    compression: {
+      t: 'string',
+      def: 'none',
+      oneOf: COMPRESSIONS,
+      doc: 'compress each batch, sent with `Content-Encoding` (the source inflates gzip, deflate and zstd bodies)',
+      values: {
+        none: 'plain NDJSON bodies',
+        gzip: 'gzip bodies',
+        zstd: 'zstd bodies; only on a Node.js runtime that has zstd (22.15 or later), else the sink fails to build',
+      },
+    },
     path: { t: 'string', def: '/ingest', nonEmpty: true, doc: "the peer source's `path`" },
     flush_interval_ms: { t: 'number', def: 1000, int: true, min: 1, doc: 'a batch is sent at most this long after its first entry' },
     max_batch_count: { t: 'number', def: 500, int: true, min: 1, unit: 'entries', doc: 'a batch is sent when it holds this many entries' },
@@ -87,7 +110,9 @@ export const createHttpChainSink: SinkFactory = (plugin, ctx): Sink => {
   const tlsOptions = clientTlsOptions('sink', plugin.id, cfg.tls, cfg.host);
   const node = cfg.node ?? ctx.node ?? defaultNode();
   const backoff = chainBackoff(cfg);
-  const counters = { connected: 0, reconnects: 0, batches_sent: 0, dropped_batches: 0, synthesized: 0 };
+  if (cfg.compression === 'zstd' && zstdMissing()) throw new PluginError('sink', plugin.id, 'compression', zstdMissing()!);
+  /** `bytes_raw`: NDJSON bodies before compression; `bytes_sent`: bodies as posted */
+  const counters = { connected: 0, reconnects: 0, batches_sent: 0, dropped_batches: 0, synthesized: 0, bytes_sent: 0, bytes_raw: 0 };
   const log = ctx.log;
   const link = createLinkState(counters, log, `${cfg.host}:${cfg.port}`);
   const headers = {
@@ -173,7 +198,33 @@ export const createHttpChainSink: SinkFactory = (plugin, ctx): Sink => {
       : new HttpAgent({ keepAlive: true, maxSockets: MAX_IN_FLIGHT, timeout: 30_000 }));
   let probe: { stop(): void } | undefined;
 
+  /** Compresses the batch's body once (kept for its retries), then posts it. */
   const post = (batch: Batch) => {
+    if (cfg.compression === 'none' || batch.wire) {
+      postNow(batch);
+      return;
+    }
+    inFlight++;
+    const raw = Buffer.concat(batch.body as Buffer[]);
+    const compressing = cfg.compression === 'zstd' && zstdAsync ? zstdAsync(raw) : gzipAsync(raw, {});
+    compressing.then(
+      (wire) => {
+        batch.wire = wire;
+        inFlight--;
+        postNow(batch);
+      },
+      (err: unknown) => {
+        // it should not happen: the batch is dropped, counted
+        inFlight--;
+        counters.dropped_batches++;
+        log.error({ remote: `${cfg.host}:${cfg.port}`, error: errorMessage(err), entries: batch.count }, 'Chain batch could not be compressed, dropped');
+        inFlight++;
+        done(batch);
+      },
+    );
+  };
+
+  const postNow = (batch: Batch) => {
     inFlight++;
     agentOf();
     let settled = false;
@@ -188,7 +239,7 @@ export const createHttpChainSink: SinkFactory = (plugin, ctx): Sink => {
       path: cfg.path,
       method: 'POST',
       agent,
-      headers: { ...headers, 'Content-Length': batch.bytes },
+      headers: batch.wire ? { ...headers, 'Content-Encoding': cfg.compression, 'Content-Length': batch.wire.length } : { ...headers, 'Content-Length': batch.bytes },
     });
     req.setTimeout(cfg.request_timeout_ms, () => req.destroy(new Error(`no answer within request_timeout_ms (${cfg.request_timeout_ms} ms)`)));
     req.on('error', (err) => {
@@ -217,6 +268,13 @@ export const createHttpChainSink: SinkFactory = (plugin, ctx): Sink => {
         }
       });
     });
+    counters.bytes_raw += batch.bytes;
+    if (batch.wire) {
+      counters.bytes_sent += batch.wire.length;
+      req.end(batch.wire);
+      return;
+    }
+    counters.bytes_sent += batch.bytes;
     const last = batch.body.length - 1;
     for (let i = 0; i < last; i++) req.write(batch.body[i]);
     req.end(batch.body[last]);

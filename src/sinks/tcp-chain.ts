@@ -9,13 +9,16 @@ import { chainBackoff, type ChainSinkConfig, chainSinkConfig, chainSinkFields } 
 import type { PluginSpec } from '../config/spec.js';
 import { defaultNode, helloLine, LineSplitter, parseServerLine } from '../chain/protocol.js';
 import { eachWireRun, encodeWire, type WireItem, wireItems } from '../chain/wire.js';
+import { COMPRESSIONS, type Compression, offeredCodecs, streamCompressor, zstdMissing } from '../chain/compression.js';
 import { settleAll } from '../core/ack.js';
+import { PluginError } from '../core/errors.js';
 import { DialLoop } from '../net/dial-loop.js';
 import { clientTlsOptions } from '../net/tls.js';
 import { createLinkState } from '../chain/link-state.js';
 import type { Sink, SinkFactory } from './types.js';
 
 interface TcpChainSinkConfig extends ChainSinkConfig {
+  readonly compression: Compression;
   readonly dial_timeout_ms: number;
   readonly write_timeout_ms: number;
 }
@@ -23,6 +26,17 @@ interface TcpChainSinkConfig extends ChainSinkConfig {
 export const TCP_CHAIN_SINK: PluginSpec = {
   doc: "forwards structured entries to another node's `tcp_chain` source; keeps unacknowledged ones and resends them after a reconnect",
   fields: chainSinkFields({
+    compression: {
+      t: 'string',
+      def: 'none',
+      oneOf: COMPRESSIONS,
+      doc: 'compress the link (offered in the hello; a source that does not know it gets plain lines, logged INFO once per connection)',
+      values: {
+        none: 'plain lines',
+        gzip: 'one gzip stream from sink to source, flushed at every write; acks stay plain',
+        zstd: 'one zstd stream (gzip offered second); only on a Node.js runtime that has zstd (22.15 or later), else the sink fails to build',
+      },
+    },
     dial_timeout_ms: { t: 'number', def: 5000, int: true, min: 1, doc: 'a connection attempt that takes longer fails (and backs off)' },
     write_timeout_ms: { t: 'number', def: 5000, int: true, min: 1, doc: 'a link that cannot take a write this long is closed and redialled' },
   }),
@@ -32,9 +46,13 @@ export const createTcpChainSink: SinkFactory = (plugin, ctx): Sink => {
   const cfg = chainSinkConfig<TcpChainSinkConfig>(plugin, TCP_CHAIN_SINK);
   const tlsOptions: ConnectionOptions | undefined = clientTlsOptions('sink', plugin.id, cfg.tls, cfg.host);
   const node = cfg.node ?? ctx.node ?? defaultNode();
-  const hello = helloLine(node);
+  if (cfg.compression === 'zstd' && zstdMissing()) throw new PluginError('sink', plugin.id, 'compression', zstdMissing()!);
+  const hello = helloLine(node, { compression: offeredCodecs(cfg.compression) });
   const backoff = chainBackoff(cfg);
-  const counters = { connected: 0, reconnects: 0, unacked: 0, synthesized: 0 };
+  /** `bytes_raw`: chain lines before compression; `bytes_sent`: what went on the wire */
+  const counters = { connected: 0, reconnects: 0, unacked: 0, synthesized: 0, bytes_sent: 0, bytes_raw: 0 };
+  /** the compressing stream of the current connection, when the source accepted a codec */
+  let compressor: ReturnType<typeof streamCompressor> | undefined;
   const log = ctx.log;
   const link = createLinkState(counters, log, `${cfg.host}:${cfg.port}`);
 
@@ -90,20 +108,36 @@ export const createTcpChainSink: SinkFactory = (plugin, ctx): Sink => {
     if (from >= items.length) return;
     const s = socket;
     let fits = true;
-    s.cork();
-    eachWireRun(items, from, items.length, (bytes) => {
-      fits = s.write(bytes);
-    });
-    s.uncork();
+    const z = compressor;
+    if (z) {
+      eachWireRun(items, from, items.length, (bytes) => {
+        counters.bytes_raw += bytes.length;
+        z.stream.write(bytes);
+      });
+      // flushed at every write: the source gets every line now, latency does not grow
+      z.flush();
+    } else {
+      s.cork();
+      eachWireRun(items, from, items.length, (bytes) => {
+        counters.bytes_raw += bytes.length;
+        counters.bytes_sent += bytes.length;
+        fits = s.write(bytes);
+      });
+      s.uncork();
+    }
     sent = held();
-    if (!fits) loop.watchWrite(s);
+    if (!fits || s.writableNeedDrain) loop.watchWrite(s);
   };
 
   const openLink = () => {
     const s = loop.connectStream((failure, wasReady) => onClosed(s, failure, wasReady));
     socket = s;
     s.setEncoding('utf8');
-    s.once(tlsOptions ? 'secureConnect' : 'connect', () => s.write(hello));
+    s.once(tlsOptions ? 'secureConnect' : 'connect', () => {
+      counters.bytes_raw += hello.length;
+      counters.bytes_sent += hello.length;
+      s.write(hello);
+    });
     const splitter = new LineSplitter(64 * 1024);
     s.on('data', (chunk: string) => {
       const fits = splitter.push(chunk, (line) => {
@@ -111,6 +145,18 @@ export const createTcpChainSink: SinkFactory = (plugin, ctx): Sink => {
         if (!msg) return;
         if (msg.kind === 'ack') onAck(msg.n);
         else if (msg.kind === 'ok' && loop.state === 'connecting') {
+          const codec = msg.accept.compression;
+          if (typeof codec === 'string' && offeredCodecs(cfg.compression).includes(codec)) {
+            const z = streamCompressor(codec);
+            z.stream.on('data', (b: Buffer) => {
+              counters.bytes_sent += b.length;
+              if (!s.write(b)) loop.watchWrite(s);
+            });
+            z.stream.on('error', (err) => s.destroy(err));
+            compressor = z;
+          } else if (cfg.compression !== 'none') {
+            log.info({ remote: `${cfg.host}:${cfg.port}`, compression: cfg.compression }, 'Chain link compression declined, sending plain');
+          }
           loop.ready();
           down = false;
           sent = 0;
@@ -129,6 +175,8 @@ export const createTcpChainSink: SinkFactory = (plugin, ctx): Sink => {
     if (socket !== s) return;
     socket = undefined;
     sent = 0;
+    compressor?.stream.destroy();
+    compressor = undefined;
     if (!closing) down = true;
     const fields = { remote: `${cfg.host}:${cfg.port}`, error: failure ?? 'connection closed', unacked: held() };
     // A link that was up says so once (WARN `Chain link down`); a planned close says nothing.

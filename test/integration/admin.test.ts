@@ -20,7 +20,7 @@ import { localPluginToml, randomSourceToml, sinkToml } from '../helpers/toml.js'
 
 const ALLOWED_LABELS = new Set(['pipeline', 'component', 'type', 'reason']);
 /** Families whose own labels the contract names besides the four. */
-const OWN_LABELS: Readonly<Record<string, readonly string[]>> = { logrelay_build_info: ['version', 'node'], logrelay_reloads_total: ['result'] };
+const OWN_LABELS: Readonly<Record<string, readonly string[]>> = { logrelay_build_info: ['version', 'node'], logrelay_reloads_total: ['result'], logrelay_link_bytes_total: ['stage'] };
 
 const adminHead = (port: number, extra = '') => `shutdown_timeout_ms = ${extra.includes('shutdown_timeout_ms') ? '' : '1000\n'}${extra}\n[admin]\nport = ${port}\n`;
 
