@@ -12,6 +12,17 @@ export const PROTOCOL_VERSION = 1;
 export const HEADER_PROTOCOL = 'x-logrelay-protocol';
 export const HEADER_NODE = 'x-logrelay-node';
 export const HEADER_ACCEPTED = 'x-logrelay-accepted';
+/**
+ * On a source's 204: the `Content-Encoding`s it reads (DESIGN.md §25). A sink compresses only
+ * once a 204 named its codec, so a source that predates compression keeps getting plain bodies.
+ */
+export const HEADER_ACCEPT_ENCODING = 'x-logrelay-accept-encoding';
+
+/** Whether a 204's HEADER_ACCEPT_ENCODING value names `codec`. */
+export function acceptsEncoding(header: string | string[] | undefined, codec: string): boolean {
+  const v = Array.isArray(header) ? header.join(',') : (header ?? '');
+  return v.split(',').some((c) => c.trim().toLowerCase() === codec);
+}
 export const NDJSON = 'application/x-ndjson';
 
 /** Seconds a saturated http_chain source asks the sink to wait (`Retry-After`). */

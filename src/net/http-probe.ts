@@ -2,7 +2,7 @@
 // request, repeated with backoff until the peer answers at all, so an unreachable peer is told
 // (WARN `<kind> cannot connect, retrying`) and `/readyz` says so before any entry flows.
 
-import type { ClientRequest } from 'node:http';
+import type { ClientRequest, IncomingHttpHeaders } from 'node:http';
 import type { Backoff } from '../core/backoff.js';
 import { errorMessage } from '../core/errors.js';
 import type { Logger } from '../core/log.js';
@@ -22,7 +22,7 @@ export interface ProbeOptions {
   /** failed attempts; none when the sink counts its own */
   readonly counters?: { reconnects: number };
   /** the peer answered (any status): the link is up */
-  onAnswer(status: number): void;
+  onAnswer(status: number, headers: IncomingHttpHeaders): void;
   /** the attempt failed (no connection, TLS, timeout) */
   onFailure(error: string): void;
 }
@@ -54,7 +54,7 @@ export function startProbe(o: ProbeOptions): { stop(): void } {
       if (over || stopped) return;
       over = true;
       o.backoff.reset();
-      o.onAnswer(res.statusCode ?? 0);
+      o.onAnswer(res.statusCode ?? 0, res.headers);
     });
     req.end(o.body);
   };

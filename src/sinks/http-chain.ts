@@ -8,7 +8,7 @@ import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { HeldWaiters } from '../chain/held-waiters.js';
 import { chainBackoff, type ChainSinkConfig, chainSinkConfig, chainSinkFields } from '../chain/sink-config.js';
 import type { PluginSpec } from '../config/spec.js';
-import { defaultNode, HEADER_NODE, HEADER_PROTOCOL, NDJSON, PROTOCOL_VERSION } from '../chain/protocol.js';
+import { acceptsEncoding, defaultNode, HEADER_ACCEPT_ENCODING, HEADER_NODE, HEADER_PROTOCOL, NDJSON, PROTOCOL_VERSION } from '../chain/protocol.js';
 import { eachWireRun, encodeWire, type WireItem, wireItems } from '../chain/wire.js';
 import { settle, type Ticket } from '../core/ack.js';
 import { errorMessage } from '../core/errors.js';
@@ -199,8 +199,22 @@ export const createHttpChainSink: SinkFactory = (plugin, ctx): Sink => {
   let probe: { stop(): void } | undefined;
 
   /** Compresses the batch's body once (kept for its retries), then posts it. */
+  /** the source said (on a 204) that it reads our codec; until then bodies go plain */
+  let peerInflates = false;
+  let declinedTold = false;
+  /** A 204's word on compression: on, or declined (told once per outage of the word). */
+  const onNoContent = (res: Pick<IncomingMessage, 'headers'>) => {
+    if (cfg.compression === 'none') return;
+    peerInflates = acceptsEncoding(res.headers[HEADER_ACCEPT_ENCODING], cfg.compression);
+    if (peerInflates) declinedTold = false;
+    else if (!declinedTold) {
+      declinedTold = true;
+      log.info({ remote: `${cfg.host}:${cfg.port}`, compression: cfg.compression }, 'Chain link compression declined, sending plain');
+    }
+  };
+
   const post = (batch: Batch) => {
-    if (cfg.compression === 'none' || batch.wire) {
+    if (cfg.compression === 'none' || batch.wire || !peerInflates) {
       postNow(batch);
       return;
     }
@@ -254,6 +268,7 @@ export const createHttpChainSink: SinkFactory = (plugin, ctx): Sink => {
       down = false;
       settle(() => {
         if (status >= 200 && status < 300) {
+          onNoContent(res);
           counters.batches_sent++;
           failing = false;
           backoff.reset();
@@ -303,9 +318,10 @@ export const createHttpChainSink: SinkFactory = (plugin, ctx): Sink => {
         remote: `${cfg.host}:${cfg.port}`,
         line: 'Chain link cannot connect, retrying',
         counters,
-        onAnswer: (status) => {
+        onAnswer: (status, resHeaders) => {
           down = false;
           link.up({ status });
+          if (status >= 200 && status < 300) onNoContent({ headers: resHeaders });
         },
         onFailure: (error) => {
           down = true;

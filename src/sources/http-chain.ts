@@ -7,7 +7,7 @@ import { StringDecoder } from 'node:string_decoder';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
-import { decodeEntry, HEADER_ACCEPTED, HEADER_NODE, HEADER_PROTOCOL, LineSplitter, PROTOCOL_VERSION, RETRY_AFTER_S, trailingIdOf } from '../chain/protocol.js';
+import { decodeEntry, HEADER_ACCEPT_ENCODING, HEADER_ACCEPTED, HEADER_NODE, HEADER_PROTOCOL, LineSplitter, PROTOCOL_VERSION, RETRY_AFTER_S, trailingIdOf } from '../chain/protocol.js';
 import { CHAIN_SOURCE_BUFFER_SIZE, type ChainSourceConfig, chainSourceConfig, chainSourceFields } from '../chain/source-config.js';
 import type { PluginSpec } from '../config/spec.js';
 import { doneBy } from '../core/ack.js';
@@ -43,6 +43,9 @@ const json = (res: ServerResponse, status: number, body: object, headers: Record
   res.writeHead(status, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text), ...headers });
   res.end(text);
 };
+
+/** What this node's http_chain source inflates, as HEADER_ACCEPT_ENCODING says it. */
+const ACCEPT_ENCODING = [...INFLATABLE].join(', ');
 
 export const HTTP_CHAIN_SOURCE: PluginSpec = {
   doc: 'receives NDJSON batches from other nodes\' `http_chain` sinks (chain protocol v1 over HTTP)',
@@ -109,7 +112,7 @@ export const createHttpChainSource: SourceFactory = (plugin, ctx): Source => {
       if (--owed > 0) return;
       answering--;
       if (!res.destroyed) {
-        res.writeHead(204, { [HEADER_ACCEPTED]: String(accepted) });
+        res.writeHead(204, { [HEADER_ACCEPTED]: String(accepted), [HEADER_ACCEPT_ENCODING]: ACCEPT_ENCODING });
         res.end();
       }
       if (answering === 0) drained?.();

@@ -204,3 +204,34 @@ test.serial('http_chain source: a gzip bomb gets 413 without being inflated whol
   await waitFor(() => Number(latestStatus(recv, 'recv')?.['sources.in.bytes_received']) >= bomb.length, 'bytes_received counts the bomb as it came');
   t.false(parseReceived(recv.out).some((e) => e.source === 'bomb'), 'nothing of the bomb was emitted');
 });
+
+test.serial('a new http_chain sink with gzip against a source that predates compression: plain bodies, INFO once', async (t) => {
+  const f = fleet(t);
+  const encodings: (string | undefined)[] = [];
+  const bodies: string[] = [];
+  // an http_chain source as releases before compression answer: 204 with the count, nothing more
+  const server = (await import('node:http')).createServer((req, res) => {
+    encodings.push(req.headers['content-encoding']);
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const text = Buffer.concat(chunks).toString('utf8');
+      if (text) bodies.push(text);
+      res.writeHead(204, { 'X-Logrelay-Accepted': String(text.split('\n').filter(Boolean).length) });
+      res.end();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  t.teardown(() => {
+    server.close();
+  });
+  const port = (server.address() as AddressInfo).port;
+  const send = f.start('send', `${SENDER_HEAD}${chainSinkToml('out', 'http_chain', port, 'edge', `${QUICK_BACKOFF}compression = "gzip"\nflush_interval_ms = 50\n`)}`, ['--logging.level=debug'], true);
+  await waitReady(send, 'sender');
+  await feedWithin60s(send.child.stdin!, 100, 20, 20);
+  await waitFor(() => bodies.join('').split('\n').filter(Boolean).length >= 100, 'the 100 entries at the old source');
+  t.deepEqual(new Set(encodings), new Set([undefined]), 'no body was compressed');
+  t.true(bodies.every((b) => b.startsWith('{')), 'plain NDJSON');
+  await waitFor(() => send.records.some((r) => r.msg === 'Chain link compression declined, sending plain'), 'INFO Chain link compression declined, sending plain');
+  t.is(send.records.filter((r) => r.msg === 'Chain link compression declined, sending plain').length, 1, 'said once');
+});
