@@ -53,7 +53,5 @@ export function chainSourceCounters() {
     parse_errors: 0,
     tls_handshake_errors: 0,
     auth_rejected: 0,
-    /** bytes read off the links as they came (compressed or not) */
-    bytes_received: 0,
   };
 }

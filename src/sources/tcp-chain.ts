@@ -55,7 +55,8 @@ export const TCP_CHAIN_SOURCE: PluginSpec = {
 
 export const createTcpChainSource: SourceFactory = (plugin, ctx): Source => {
   const cfg = chainSourceConfig<TcpChainSourceConfig>(plugin, TCP_CHAIN_SOURCE);
-  const counters = chainSourceCounters();
+  /** `bytes_received`: bytes read off the links as they came (compressed or not) */
+  const counters = { ...chainSourceCounters(), bytes_received: 0 };
   const { tlsOptions, authorize } = serverSecurity('source', plugin.id, cfg, ctx, counters);
   const links = new Set<Link>();
   /** connections accepted before start(): they wait, unread */
