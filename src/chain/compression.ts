@@ -42,7 +42,8 @@ export function streamCompressor(codec: string): { stream: Transform; flush(cb?:
     const stream = zstd.createZstdCompress();
     return { stream, flush: (cb) => (stream as unknown as zlib.Zlib).flush(zstd.constants.ZSTD_e_flush, cb ?? (() => undefined)) };
   }
-  const stream = zlib.createGzip({ level: 6 });
+  // level 1: on log lines it already makes well under 0.2 × raw, at a fraction of level 6's CPU
+  const stream = zlib.createGzip({ level: 1 });
   return { stream, flush: (cb) => stream.flush(zlib.constants.Z_SYNC_FLUSH, cb ?? (() => undefined)) };
 }
 

@@ -220,7 +220,7 @@ export const createHttpChainSink: SinkFactory = (plugin, ctx): Sink => {
     }
     inFlight++;
     const raw = Buffer.concat(batch.body as Buffer[]);
-    const compressing = cfg.compression === 'zstd' && zstdAsync ? zstdAsync(raw) : gzipAsync(raw, {});
+    const compressing = cfg.compression === 'zstd' && zstdAsync ? zstdAsync(raw) : gzipAsync(raw, { level: 1 });
     compressing.then(
       (wire) => {
         batch.wire = wire;
