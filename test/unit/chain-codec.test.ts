@@ -2,12 +2,14 @@ import test from 'ava';
 import fc from 'fast-check';
 import {
   ackLine,
+  acceptFor,
   decodeEntry,
   encodeEntry,
   errorLine,
   helloLine,
   LineSplitter,
   OK_LINE,
+  okLine,
   parseHello,
   parseServerLine,
   trailingIdOf,
@@ -30,13 +32,29 @@ test('hello, ok, error and ack lines have the v1 shapes', (t) => {
   t.is(errorLine('bad'), '{"error":"bad"}\n');
   t.is(ackLine(42), '{"ack":42}\n');
   t.deepEqual(parseServerLine('{"ack":7}'), { kind: 'ack', n: 7 });
-  t.deepEqual(parseServerLine('{"ok":1}'), { kind: 'ok' });
+  t.deepEqual(parseServerLine('{"ok":1}'), { kind: 'ok', accept: {} });
   t.deepEqual(parseServerLine('{"error":"no"}'), { kind: 'error', error: 'no' });
   t.is(parseServerLine('nonsense'), undefined);
 });
 
+test('hello offer and accept: one feature per key, the first offered choice supported, unknown keys and junk ignored', (t) => {
+  t.is(helloLine('e', {}), '{"logrelay":1,"node":"e"}\n', 'nothing offered: the v1 hello');
+  t.is(helloLine('e', { compression: [] }), '{"logrelay":1,"node":"e"}\n');
+  t.is(helloLine('e', { compression: ['zstd', 'gzip'], report: [1] }), '{"logrelay":1,"node":"e","offer":{"compression":["zstd","gzip"],"report":[1]}}\n');
+  const offer = (parseHello('{"logrelay":1,"node":"e","offer":{"compression":["zstd","gzip"],"report":[1],"teleport":["yes"]}}') as { offer: unknown }).offer;
+  t.deepEqual(acceptFor(offer, { compression: ['gzip'] }), { compression: 'gzip' });
+  t.deepEqual(acceptFor(offer, { compression: ['gzip'], report: [1] }), { compression: 'gzip', report: 1 });
+  t.deepEqual(acceptFor(offer, { compression: ['lz4'] }), {}, 'nothing in common: declined');
+  t.deepEqual(acceptFor(undefined, { compression: ['gzip'] }), {}, 'no offer');
+  t.deepEqual(acceptFor('junk', { compression: ['gzip'] }), {});
+  t.deepEqual(acceptFor({ compression: 'gzip' }, { compression: ['gzip'] }), {}, 'choices must be a list');
+  t.is(okLine({}), '{"ok":1}\n');
+  t.is(okLine({ compression: 'gzip' }), '{"ok":1,"accept":{"compression":"gzip"}}\n');
+  t.deepEqual(parseServerLine('{"ok":1,"accept":{"compression":"gzip","x":{"y":1}}}'), { kind: 'ok', accept: { compression: 'gzip' } });
+});
+
 test('parseHello accepts version 1 only', (t) => {
-  t.deepEqual(parseHello('{"logrelay":1,"node":"a"}'), { ok: true, node: 'a' });
+  t.deepEqual(parseHello('{"logrelay":1,"node":"a"}'), { ok: true, node: 'a', offer: undefined });
   t.false(parseHello('{"logrelay":99,"node":"a"}').ok);
   t.false(parseHello('not json').ok);
   t.false(parseHello('{"node":"a"}').ok);
