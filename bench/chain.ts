@@ -57,6 +57,8 @@ interface Scenario {
   readonly dedup?: boolean;
   /** `report_interval_ms` of both nodes (node reports, the fleet view); absent: the default */
   readonly reportMs?: number;
+  /** the sink's `compression` (bench/compression.ts); the sender then reports its byte counters */
+  readonly compression?: string;
 }
 
 const SCENARIOS: readonly Scenario[] = [
@@ -105,12 +107,12 @@ function senderToml(s: Scenario, port: number, pki: Pki | undefined, watch: stri
   const source = watch
     ? `type = "file"\n[pipelines.plugin_sources.config]\ndirectory = ${JSON.stringify(watch)}\npattern = "*.log"\nfrom = "start"\ncheck_interval_ms = 50`
     : 'type = "stdin"';
-  return `
+  return `${s.compression ? 'status_interval_ms = 100\n' : ''}
 ${reportKey(s)}[[pipelines]]
 name = "a"
 [[pipelines.plugin_sources]]
 ${source}
-${chainSinkToml('link', s.link, port, 'edge', `on_full = "block"\n${tls}`)}
+${chainSinkToml('link', s.link, port, 'edge', `on_full = "block"\n${s.compression ? `compression = "${s.compression}"\n` : ''}${tls}`)}
 `;
 }
 
@@ -119,7 +121,7 @@ const processedAtB = (node: RunningNode): number => Number(latestStatus(node, 'b
 async function pair(s: Scenario, pki: Pki | undefined, dir: ReturnType<typeof tempDir>, sink: 'null' | 'stdout', watch?: string) {
   const port = await freePort();
   const b = spawnNode(['-c', dir.file(`b-${sink}.toml`, receiverToml(s, port, pki, sink)), '--logging.level=debug']);
-  const a = spawnNode(['-c', dir.file(`a-${sink}.toml`, senderToml(s, port, pki, watch))], { stdin: watch ? 'ignore' : 'pipe' });
+  const a = spawnNode(['-c', dir.file(`a-${sink}.toml`, senderToml(s, port, pki, watch)), ...(s.compression ? ['--logging.level=debug'] : [])], { stdin: watch ? 'ignore' : 'pipe' });
   try {
     await Promise.all([waitReady(b, 'receiver'), waitReady(a, 'sender')]);
   } catch (err) {
@@ -129,7 +131,15 @@ async function pair(s: Scenario, pki: Pki | undefined, dir: ReturnType<typeof te
   return { a, b };
 }
 
-async function throughput(s: Scenario, pki: Pki | undefined, dir: ReturnType<typeof tempDir>, input: string, n: number): Promise<{ eps: number; rss: number; senderRss: number; cpu: string }> {
+/** One throughput run: the file `input` (LINES lines, or `lines`) through the hop of `s`. */
+export async function throughput(
+  s: Scenario,
+  pki: Pki | undefined,
+  dir: ReturnType<typeof tempDir>,
+  input: string,
+  n: number,
+  lines = LINES,
+): Promise<{ eps: number; rss: number; senderRss: number; cpu: string; bytesSent: number; bytesRaw: number }> {
   const watch = `${dir.path}/watch-${n}`;
   mkdirSync(watch);
   const { a, b } = await pair(s, pki, dir, 'null', watch);
@@ -142,7 +152,7 @@ async function throughput(s: Scenario, pki: Pki | undefined, dir: ReturnType<typ
     const threads0 = [threadCpuMs(sender), threadCpuMs(worker)];
     const t0 = performance.now();
     renameSync(input, `${watch}/app.log`);
-    const t1 = await readEnd(worker, () => processedAtB(b) >= LINES, () => `${s.title}: ${processedAtB(b)} of ${LINES} entries at the receiver`, THROUGHPUT_DEADLINE_MS);
+    const t1 = await readEnd(worker, () => processedAtB(b) >= lines, () => `${s.title}: ${processedAtB(b)} of ${lines} entries at the receiver`, THROUGHPUT_DEADLINE_MS);
     // the workers' CPU time over the run (all their threads), for where a run's time goes
     const used = (pid: number, before: [number, number]) => {
       const [u, k] = cpuSplitMs(pid);
@@ -155,11 +165,22 @@ async function throughput(s: Scenario, pki: Pki | undefined, dir: ReturnType<typ
         [...threadCpuMs(pid)].map(([name, ms]) => `${name} ${((ms - (before.get(name) ?? 0)) / 1000).toFixed(2)}`).join(', ');
       cpu += `; sender threads: ${byThread(sender, threads0[0]!)}; receiver threads: ${byThread(worker, threads0[1]!)}`;
     }
-    const eps = LINES / ((t1 - t0) / 1000);
+    const eps = lines / ((t1 - t0) / 1000);
     const rss = Math.max(0, ...childPids(b.child.pid!).map(peakRss));
     const senderRss = Math.max(0, ...childPids(a.child.pid!).map(peakRss));
     renameSync(`${watch}/app.log`, input);
-    return { eps, rss, senderRss, cpu };
+    // the sender's byte counters (reported when it runs at debug: compression scenarios)
+    let bytesSent = 0;
+    let bytesRaw = 0;
+    if (s.compression) {
+      const st = await waitFor(() => {
+        const r = latestStatus(a, 'a');
+        return r && Number(r['sinks.link.total_processed']) >= lines && Number(r['sinks.link.unacked'] ?? 0) === 0 ? r : undefined;
+      }, `${s.title}: the sender's byte counters`);
+      bytesSent = Number(st['sinks.link.bytes_sent']);
+      bytesRaw = Number(st['sinks.link.bytes_raw']);
+    }
+    return { eps, rss, senderRss, cpu, bytesSent, bytesRaw };
   } finally {
     await Promise.all([a.stop(10_000), b.stop(10_000)]);
   }

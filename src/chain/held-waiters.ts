@@ -11,17 +11,24 @@ export class HeldWaiters {
     /** entries the sink holds now */
     private readonly held: () => number,
     private readonly bufferSize: number,
+    /** bytes the sink holds now (`buffer_max_bytes`, DESIGN.md §25); none by default */
+    private readonly heldBytes: () => number = () => 0,
+    private readonly maxBytes = Number.POSITIVE_INFINITY,
   ) {}
+
+  private room(): boolean {
+    return this.held() < this.bufferSize && this.heldBytes() < this.maxBytes;
+  }
 
   /** What write() returns: undefined while there is room (or when `closing`), else a promise woken by wake(). */
   whenRoom(closing: boolean): Promise<void> | undefined {
-    if (this.held() < this.bufferSize || closing) return undefined;
+    if (this.room() || closing) return undefined;
     return new Promise<void>((resolve) => (this.space = resolve));
   }
 
   /** Settles the waits that are over; `closing` frees a blocked writer whatever the sink holds. */
   wake(closing: boolean): void {
-    if (this.space && (this.held() < this.bufferSize || closing)) {
+    if (this.space && (this.room() || closing)) {
       const w = this.space;
       this.space = undefined;
       w();

@@ -12,6 +12,17 @@ export const PROTOCOL_VERSION = 1;
 export const HEADER_PROTOCOL = 'x-logrelay-protocol';
 export const HEADER_NODE = 'x-logrelay-node';
 export const HEADER_ACCEPTED = 'x-logrelay-accepted';
+/**
+ * On a source's 204: the `Content-Encoding`s it reads (DESIGN.md §25). A sink compresses only
+ * once a 204 named its codec, so a source that predates compression keeps getting plain bodies.
+ */
+export const HEADER_ACCEPT_ENCODING = 'x-logrelay-accept-encoding';
+
+/** Whether a 204's HEADER_ACCEPT_ENCODING value names `codec`. */
+export function acceptsEncoding(header: string | string[] | undefined, codec: string): boolean {
+  const v = Array.isArray(header) ? header.join(',') : (header ?? '');
+  return v.split(',').some((c) => c.trim().toLowerCase() === codec);
+}
 export const NDJSON = 'application/x-ndjson';
 
 /** Seconds a saturated http_chain source asks the sink to wait (`Retry-After`). */
@@ -22,50 +33,48 @@ export const defaultNode = (): string => hostname();
 
 // ── TCP control lines ─────────────────────────────────────────────────────────────────────────
 
-/**
- * Optional features of a link, negotiated in the hello: the sink offers `"offer":{name: value}`,
- * the source answers `"accept":{name: value}` with those it supports. A peer that knows neither
- * key (an older node) ignores the offer and answers a plain `{"ok":1}`: nothing is accepted.
- */
-export type Features = Readonly<Record<string, unknown>>;
+// A hello may carry an `offer` (DESIGN.md §25, §26): what the sink can do beyond version 1, one key
+// per feature, each a list of choices in the sink's order of preference, or one value
+// (`"report":1`). The source answers with an
+// `accept` naming, per key it knows, the first choice it supports; keys it does not know it
+// ignores, and a source that knows no `offer` at all answers `{"ok":1}`: the sink then goes on
+// with version 1 as it is. Every feature is built and read here, and nowhere else.
 
-/**
- * What a source supports: per feature, the value it accepts for the one offered (undefined: not
- * accepted). Unknown features in an offer are ignored.
- */
-const SOURCE_FEATURES: Readonly<Record<string, (offered: unknown) => unknown>> = {
-  /** node reports (the fleet view): `{"report":{…}}` control lines between the entries */
-  report: (v) => (v === 1 ? 1 : undefined),
-};
+/** What a sink offers in its hello: feature → choices, preferred first (`compression: ["zstd","gzip"]`), or one value (`report: 1`); undefined or an empty list offers nothing. */
+export type Offer = Readonly<Record<string, readonly (string | number)[] | string | number | undefined>>;
+/** What a source supports: feature → the choices it takes. */
+export type Supports = Readonly<Record<string, readonly (string | number)[]>>;
+/** What a source accepts: feature → the one choice taken. Features absent are declined. */
+export type Accept = Readonly<Record<string, string | number>>;
 
-/** An offer from the features a sink wants, those set to undefined left out. */
-export function offerOf(features: Readonly<Record<string, unknown>>): Features {
-  return Object.fromEntries(Object.entries(features).filter(([, v]) => v !== undefined));
+/** The hello line, with the offer when it holds any feature. */
+export function helloLine(node: string, offer: Offer = {}): string {
+  const features = Object.entries(offer).filter(([, choices]) => choices !== undefined && (!Array.isArray(choices) || choices.length > 0));
+  return `${JSON.stringify(features.length > 0 ? { logrelay: PROTOCOL_VERSION, node, offer: Object.fromEntries(features) } : { logrelay: PROTOCOL_VERSION, node })}\n`;
 }
 
-/** What a source accepts of an offer: the features it supports, unknown ones ignored. */
-export function acceptOf(offer: Features): Features {
-  const accept: Record<string, unknown> = {};
-  for (const [name, value] of Object.entries(offer)) {
-    const answer = Object.hasOwn(SOURCE_FEATURES, name) ? SOURCE_FEATURES[name]!(value) : undefined;
-    if (answer !== undefined) accept[name] = answer;
+/**
+ * The source's choice: per feature it `supports`, the first of the offered choices it supports;
+ * offered features it does not know, and unreadable offers, are ignored.
+ */
+export function acceptFor(offer: unknown, supports: Supports): Accept {
+  const out: Record<string, string | number> = {};
+  if (!isObject(offer)) return out;
+  for (const [feature, ours] of Object.entries(supports)) {
+    const offered = offer[feature];
+    const theirs: unknown[] = Array.isArray(offered) ? offered : offered === undefined ? [] : [offered];
+    const chosen = theirs.find((c: unknown) => (typeof c === 'string' || typeof c === 'number') && ours.includes(c));
+    if (chosen !== undefined) out[feature] = chosen as string | number;
   }
-  return accept;
+  return out;
 }
 
-const hasKeys = (f: Features) => Object.keys(f).length > 0;
-
-/** The hello; `offer` only when it offers something (an older source then sees the hello it knows). */
-export function helloLine(node: string, offer: Features = {}): string {
-  return `${JSON.stringify(hasKeys(offer) ? { logrelay: PROTOCOL_VERSION, node, offer } : { logrelay: PROTOCOL_VERSION, node })}\n`;
+/** The source's answer to a good hello, with what it accepts of the offer. */
+export function okLine(accept: Accept = {}): string {
+  return `${JSON.stringify(Object.keys(accept).length > 0 ? { ok: 1, accept } : { ok: 1 })}\n`;
 }
 
-export const OK_LINE = `${JSON.stringify({ ok: 1 })}\n`;
-
-/** The source's yes: `{"ok":1}`, with `accept` when it accepts anything offered. */
-export function okLine(accept: Features = {}): string {
-  return hasKeys(accept) ? `${JSON.stringify({ ok: 1, accept })}\n` : OK_LINE;
-}
+export const OK_LINE = okLine();
 
 export function errorLine(reason: string): string {
   return `${JSON.stringify({ error: reason })}\n`;
@@ -75,7 +84,7 @@ export function ackLine(n: number): string {
   return `{"ack":${n}}\n`;
 }
 
-export type HelloResult = { readonly ok: true; readonly node: string; readonly offer: Features } | { readonly ok: false; readonly error: string };
+export type HelloResult = { readonly ok: true; readonly node: string; readonly offer: unknown } | { readonly ok: false; readonly error: string };
 
 /** Checks a hello line: a JSON object with `logrelay: 1` and a string `node`; `offer` read when it is an object. */
 export function parseHello(line: string): HelloResult {
@@ -84,12 +93,12 @@ export function parseHello(line: string): HelloResult {
   if (!isObject(obj) || !('logrelay' in obj)) return { ok: false, error: 'expected hello {"logrelay":1,"node":…}' };
   if (obj.logrelay !== PROTOCOL_VERSION) return { ok: false, error: `unsupported protocol version ${JSON.stringify(obj.logrelay)}, want 1` };
   const node = typeof obj.node === 'string' ? obj.node : '';
-  return { ok: true, node, offer: isObject(obj.offer) ? obj.offer : {} };
+  return { ok: true, node, offer: obj.offer };
 }
 
 /** What a tcp_chain source says to its sink. */
 export type ServerLine =
-  | { readonly kind: 'ok'; readonly accept: Features }
+  | { readonly kind: 'ok'; readonly accept: Accept }
   | { readonly kind: 'error'; readonly error: string }
   | { readonly kind: 'ack'; readonly n: number };
 
@@ -97,7 +106,7 @@ export function parseServerLine(line: string): ServerLine | undefined {
   const obj = parseJson(line);
   if (!isObject(obj)) return undefined;
   if (typeof obj.ack === 'number' && Number.isInteger(obj.ack) && obj.ack >= 0) return { kind: 'ack', n: obj.ack };
-  if (obj.ok === 1) return { kind: 'ok', accept: isObject(obj.accept) ? obj.accept : {} };
+  if (obj.ok === 1) return { kind: 'ok', accept: isObject(obj.accept) ? acceptOf(obj.accept) : {} };
   if ('error' in obj) return { kind: 'error', error: String(obj.error) };
   return undefined;
 }
@@ -123,6 +132,13 @@ export function reportOfLine(line: string): unknown {
 
 /** The path under an http_chain source's `path` that node reports are POSTed to. */
 export const reportPath = (path: string): string => `${path.replace(/\/+$/, '')}/report`;
+
+/** An `accept` object's string and number values (anything else is not an answer we know). */
+function acceptOf(obj: Record<string, unknown>): Accept {
+  const out: Record<string, string | number> = {};
+  for (const [k, v] of Object.entries(obj)) if (typeof v === 'string' || typeof v === 'number') out[k] = v;
+  return out;
+}
 
 // ── Entry codec ───────────────────────────────────────────────────────────────────────────────
 

@@ -5,7 +5,7 @@ import type { PluginConfig } from '../config/schema.js';
 import type { Fields, PluginSpec } from '../config/spec.js';
 import { Backoff } from '../core/backoff.js';
 import { PluginError } from '../core/errors.js';
-import { PORT, pluginConfig, SINK_QUEUE_FIELDS } from '../core/plugin-config.js';
+import { PORT, pluginConfig, sinkQueueFields } from '../core/plugin-config.js';
 import { TLS_FIELDS, type TlsConfig } from '../net/tls.js';
 import type { OnFull } from '../core/queue.js';
 
@@ -15,6 +15,8 @@ export interface DialerSinkConfig {
   readonly host: string;
   readonly port: number;
   readonly buffer_size: number;
+  /** bound of the queue together with what the sink holds unacknowledged, bytes of formatted lines */
+  readonly buffer_max_bytes: number;
   readonly on_full: OnFull;
   readonly backoff_min_ms: number;
   readonly backoff_max_ms: number;
@@ -29,7 +31,7 @@ export interface ChainSinkConfig extends DialerSinkConfig {
 const DIALER_SINK_FIELDS: Fields = {
   host: { t: 'string', def: '127.0.0.1', nonEmpty: true, doc: 'the peer to connect to' },
   port: { ...PORT, doc: "the peer's port" },
-  ...SINK_QUEUE_FIELDS,
+  ...sinkQueueFields('delivers'),
   backoff_min_ms: { t: 'number', def: 250, int: true, min: 1, doc: 'first reconnect delay; doubles per failure, ±20 % jitter' },
   backoff_max_ms: { t: 'number', def: 30000, int: true, min: 1, doc: 'longest reconnect delay' },
   ...TLS_FIELDS,

@@ -71,7 +71,7 @@ export const COUNTER_SECTIONS: readonly CounterSection[] = [
       {
         name: 'dropped_entries',
         owners: 'every',
-        doc: 'entries lost because the pipeline was saturated and this source cannot pause (`random`), or every path of a `fanout = "any"` pipeline was full',
+        doc: 'entries lost because the pipeline was saturated and this source cannot pause (`random`), or every live path of a `fanout = "any"` or `"balance"` pipeline was full',
       },
       { name: 'active_watchers', owners: ['file'], gauge: true, doc: 'files being tailed now' },
       { name: 'rotations', owners: ['file'], doc: 'a file was renamed away and a new one took its name; normal with logrotate' },
@@ -110,6 +110,7 @@ export const COUNTER_SECTIONS: readonly CounterSection[] = [
         owners: ['tcp_chain', 'http_chain'],
         doc: 'node reports refused: not a report, or behind `auth` for a node the peer does not speak for (its `node` is not the peer\u2019s identity and its `via` does not end with it)',
       },
+      { name: 'bytes_received', owners: ['tcp_chain', 'http_chain'], doc: 'bytes read off the links as they came (compressed or not, after TLS): `tcp_chain` the hellos and streams, `http_chain` the request bodies' },
       {
         name: 'rejected_requests',
         owners: ['otlp'],
@@ -163,7 +164,7 @@ export const COUNTER_SECTIONS: readonly CounterSection[] = [
       {
         name: 'total_dropped_by_sink',
         owners: 'every',
-        doc: "entries dropped because a sink's input queue (`buffer_size`) was full with `on_full = \"drop\"`: that sink is slower than the input, or its destination is down",
+        doc: "entries dropped because a sink's input queue (`buffer_size`, `buffer_max_bytes`) was full with `on_full = \"drop\"`, or with `on_full = \"auto\"` while its link was down and another sink was live: that sink is slower than the input, or its destination is down",
       },
       { name: 'restarts', owners: 'every', doc: 'the worker crashed and was restarted (logged ERROR `Pipeline process exited unexpectedly`)' },
       { name: 'checkpoint_writes', owners: 'every', doc: 'checkpoints written (the node\u2019s, shown with every pipeline; 0 without `data_dir`)' },
@@ -182,7 +183,12 @@ export const COUNTER_SECTIONS: readonly CounterSection[] = [
       {
         name: 'dropped_queue_full',
         owners: 'every',
-        doc: 'entries a full queue of this sink dropped (`on_full = "drop"`); their sum is the pipeline\u2019s `total_dropped_by_sink`',
+        doc: 'entries a full queue of this sink dropped (`on_full = "drop"`); with `dropped_link_down` their sum is the pipeline\u2019s `total_dropped_by_sink`',
+      },
+      {
+        name: 'dropped_link_down',
+        owners: 'every',
+        doc: 'entries a full queue of this sink dropped with `on_full = "auto"` while its link was down and another sink of the pipeline was live (metric reason `link_down`); 0 while the link is up, when the sink blocks instead',
       },
       { name: 'abandoned', owners: 'every', doc: 'entries still queued or unacknowledged when a drain was cut short by `shutdown_timeout_ms` (logged ERROR)' },
       {
@@ -194,7 +200,7 @@ export const COUNTER_SECTIONS: readonly CounterSection[] = [
       {
         name: 'failed_over',
         owners: 'every',
-        when: 'in a `fanout = "any"` pipeline',
+        when: 'in a `fanout = "any"` or `"balance"` pipeline',
         doc: 'unacknowledged entries of a broken link handed to a live path that did not hold them already',
       },
       {
@@ -216,6 +222,8 @@ export const COUNTER_SECTIONS: readonly CounterSection[] = [
         doc: 'failed or broken links (each followed by a backoff); steady growth means the peer is down or refusing',
       },
       { name: 'unacked', owners: ['tcp_chain', 'nats'], gauge: true, doc: 'entries sent but not yet acknowledged; growing means the next node is slow to deliver' },
+      { name: 'bytes_raw', owners: ['tcp_chain', 'http_chain'], doc: 'bytes of chain lines (and the hello) before compression; equals `bytes_sent` with `compression = "none"`' },
+      { name: 'bytes_sent', owners: ['tcp_chain', 'http_chain'], doc: 'bytes written to the link (after compression, before TLS): `tcp_chain` the hello and the stream, `http_chain` the request bodies' },
       { name: 'synthesized', owners: ['tcp_chain', 'http_chain'], doc: 'entries that lacked `time` or `source` and were completed before sending' },
       { name: 'reports_sent', owners: ['tcp_chain', 'http_chain'], doc: 'node reports sent upstream, this node\u2019s own and those it forwards (docs/fleet.md)' },
       {
@@ -246,7 +254,7 @@ const METRIC_SOURCES: Readonly<Record<string, string>> = {
   logrelay_pipeline_resident_memory_bytes: "the worker's RSS",
   logrelay_source_entries_total: 'source `total_entries`',
   logrelay_sink_entries_total: 'sink `total_processed`',
-  logrelay_dropped_entries_total: `losses by reason (${DROP_REASONS.map((r) => `\`${r}\``).join(', ')}): \`queue_full\` (\`dropped_queue_full\`), \`source_saturated\` (\`dropped_entries\`), \`rate_limited\` (\`dropped_total\` − \`dropped_by_size_total\`), \`oversize\` (\`dropped_by_size_total\`), \`client_slow\` (\`tcp\`/\`http\` \`dropped_writes\`), \`write_failed\` (\`stdout\`/\`file\` \`dropped_writes\`), \`batch_rejected\` (\`dropped_batches\`), \`abandoned\`, \`buffer_full\` (\`dropped_buffer_full\`), \`kernel\` (\`kernel_drops\`)`,
+  logrelay_dropped_entries_total: `losses by reason (${DROP_REASONS.map((r) => `\`${r}\``).join(', ')}): \`queue_full\` (\`dropped_queue_full\`), \`source_saturated\` (\`dropped_entries\`), \`rate_limited\` (\`dropped_total\` − \`dropped_by_size_total\`), \`oversize\` (\`dropped_by_size_total\`), \`client_slow\` (\`tcp\`/\`http\` \`dropped_writes\`), \`write_failed\` (\`stdout\`/\`file\` \`dropped_writes\`), \`batch_rejected\` (\`dropped_batches\`), \`abandoned\`, \`buffer_full\` (\`dropped_buffer_full\`), \`link_down\` (\`dropped_link_down\`), \`kernel\` (\`kernel_drops\`)`,
   logrelay_filtered_entries_total: 'entries the filters took out',
   logrelay_duplicates_dropped_total: '`duplicates_dropped`',
   logrelay_parse_errors_total: '`parse_errors`',
@@ -255,6 +263,7 @@ const METRIC_SOURCES: Readonly<Record<string, string>> = {
   logrelay_chain_connected: '`connected` of chain, syslog, nats and otlp sinks and of the nats source',
   logrelay_chain_unacked_entries: '`unacked` of `tcp_chain` and nats sinks and of the nats source',
   logrelay_chain_reconnects_total: '`reconnects` of chain, syslog and nats sinks and of the nats source',
+  logrelay_link_bytes_total: 'sink `bytes_raw` (`stage="raw"`) and `bytes_sent` (`stage="wire"`), source `bytes_received` (`stage="wire"`) of chain links; wire ÷ raw is the compression ratio',
   logrelay_file_lag_bytes: '`lag_bytes`',
   logrelay_buffer_bytes: '`buffer_bytes`',
   logrelay_buffer_entries: '`buffer_entries`',

@@ -57,7 +57,7 @@ export interface FlowConfig {
   readonly format: { readonly type: FormatType };
 }
 
-export type Fanout = 'all' | 'any';
+export type Fanout = 'all' | 'any' | 'balance';
 
 export interface PipelineConfig {
   readonly name: string;
@@ -187,9 +187,14 @@ export const CONFIG_FIELDS: Fields = {
       fanout: {
         t: 'string',
         def: 'all',
-        oneOf: ['all', 'any'],
+        oneOf: ['all', 'any', 'balance'],
         doc: 'how entries are offered to the sinks',
-        values: { all: 'every sink gets every entry', any: 'redundant paths: a full or down sink skips, sources pause only when no sink has room' },
+        values: {
+          all: 'every sink gets every entry',
+          any: 'redundant paths: every live sink with room gets every entry, a full or down sink skips, sources pause only when no sink has room',
+          balance:
+            'redundant paths, each entry sent once: round robin over the live sinks with room; a broken link\u2019s unacknowledged entries go to the others (`failed_over`); sources pause only when every live sink is full',
+        },
       },
       flow: {
         t: 'table',

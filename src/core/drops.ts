@@ -3,7 +3,7 @@
 
 import type { PipelineCounters } from './counters.js';
 
-export const DROP_REASONS = ['queue_full', 'source_saturated', 'rate_limited', 'oversize', 'client_slow', 'write_failed', 'batch_rejected', 'abandoned', 'buffer_full', 'kernel'] as const;
+export const DROP_REASONS = ['queue_full', 'source_saturated', 'rate_limited', 'oversize', 'client_slow', 'write_failed', 'batch_rejected', 'abandoned', 'buffer_full', 'link_down', 'kernel'] as const;
 export type DropReason = (typeof DROP_REASONS)[number];
 
 /** The component that holds the rate limiter's counters (it is no plugin, so it has no id). */
@@ -43,6 +43,7 @@ export function dropsOf(counters: PipelineCounters, sinkTypes: Readonly<Record<s
   }
   for (const [id, c] of Object.entries(counters.sinks)) {
     add(id, 'queue_full', c.dropped_queue_full);
+    add(id, 'link_down', c.dropped_link_down);
     add(id, CLIENT_SINKS.has(sinkTypes[id] ?? '') ? 'client_slow' : 'write_failed', c.dropped_writes);
     add(id, 'batch_rejected', c.dropped_batches);
     add(id, 'abandoned', c.abandoned);

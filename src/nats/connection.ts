@@ -119,6 +119,7 @@ export class NatsLink {
   private closing = false;
   /** a failure is logged at WARN once per outage, then at DEBUG */
   private outageLogged = false;
+  private failed = false;
 
   constructor(private readonly o: NatsLinkOptions) {}
 
@@ -128,6 +129,11 @@ export class NatsLink {
 
   get up(): boolean {
     return this.o.counters.connected === 1;
+  }
+
+  /** Failed to connect, or lost the connection and not back since (not while the first attempt is under way). */
+  get down(): boolean {
+    return this.failed && this.o.counters.connected !== 1;
   }
 
   start(): void {
@@ -151,6 +157,7 @@ export class NatsLink {
   }
 
   private outage(msg: string, err: unknown): void {
+    if (!this.closing) this.failed = true;
     const fields = { servers: this.o.options.servers, error: errorMessage(err) };
     if (this.outageLogged || this.closing) this.o.log.debug(fields, msg);
     else this.o.log.warn(fields, msg);

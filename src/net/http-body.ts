@@ -4,6 +4,7 @@
 
 import type { IncomingMessage } from 'node:http';
 import { promisify } from 'node:util';
+import * as zlib from 'node:zlib';
 import { gunzip, inflate, inflateRaw, type ZlibOptions } from 'node:zlib';
 
 /** Body bytes every request under way holds, and the most they may hold together. */
@@ -92,14 +93,22 @@ const gunzipAsync = promisify<Buffer, ZlibOptions, Buffer>(gunzip);
 const inflateAsync = promisify<Buffer, ZlibOptions, Buffer>(inflate);
 const inflateRawAsync = promisify<Buffer, ZlibOptions, Buffer>(inflateRaw);
 
+/** zlib's one-shot zstd inflate, where the runtime has it (Node.js 22.15 and later). */
+const zstdDecompress = (zlib as unknown as { zstdDecompress?: (buf: Buffer, opts: ZlibOptions, cb: (err: Error | null, out: Buffer) => void) => void }).zstdDecompress;
+const zstdAsync = zstdDecompress ? promisify<Buffer, ZlibOptions, Buffer>(zstdDecompress) : undefined;
+
+/** The `Content-Encoding` values inflateLimited takes on this runtime (`zstd` only where zlib has it). */
+export const INFLATABLE: ReadonlySet<string> = new Set(zstdAsync ? ['gzip', 'deflate', 'zstd'] : ['gzip', 'deflate']);
+
 /**
- * Inflates a `gzip` or `deflate` (zlib, or raw as some clients send) body, refusing output past
- * `max` bytes: zlib stops there (maxOutputLength) instead of inflating the rest.
+ * Inflates a `gzip`, `deflate` (zlib, or raw as some clients send) or `zstd` body, refusing
+ * output past `max` bytes: zlib stops there (maxOutputLength) instead of inflating the rest.
  */
 export async function inflateLimited(body: Buffer, encoding: string, max: number): Promise<Buffer> {
   const opts: ZlibOptions = { maxOutputLength: Math.max(1, max) };
   try {
     if (encoding === 'gzip') return await gunzipAsync(body, opts);
+    if (encoding === 'zstd' && zstdAsync) return await zstdAsync(body, opts);
     try {
       return await inflateAsync(body, opts);
     } catch (err) {

@@ -6,7 +6,7 @@ import type { Server, Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import type { Fields } from '../config/spec.js';
 import type { Counters } from '../core/counters.js';
-import { PORT, SINK_QUEUE_FIELDS } from '../core/plugin-config.js';
+import { PORT, sinkQueueFields } from '../core/plugin-config.js';
 import type { OnFull } from '../core/queue.js';
 import { ClientQueue, type FrameWriter } from './client-queue.js';
 import { bind, countHandshakeErrors } from './listener.js';
@@ -16,6 +16,8 @@ export interface NetSinkConfig {
   readonly host: string;
   readonly port: number;
   readonly buffer_size: number;
+  /** bound of the queue together with what the sink holds unacknowledged, bytes of formatted lines */
+  readonly buffer_max_bytes: number;
   readonly on_full: OnFull;
   /** per-client queue bound, frames */
   readonly client_buffer_size: number;
@@ -30,7 +32,7 @@ export interface NetSinkConfig {
 export const NET_SINK_FIELDS: Fields = {
   host: { t: 'string', def: '0.0.0.0', nonEmpty: true, doc: 'address to listen on' },
   port: { ...PORT, doc: 'port to listen on' },
-  ...SINK_QUEUE_FIELDS,
+  ...sinkQueueFields('shows'),
   client_buffer_size: {
     t: 'number',
     def: 256,

@@ -14,7 +14,7 @@ import { createAuthorizer } from '../net/tls.js';
 import { fleetViewPage } from '../ui/fleet-view.js';
 import type { FleetTable } from './fleet.js';
 import { createMetrics, METRICS_CONTENT_TYPE } from './metrics.js';
-import { nodeStatus } from './node-status.js';
+import { nodeStatus, readinessOf } from './node-status.js';
 import type { Supervisor } from './supervisor.js';
 
 /**
@@ -108,7 +108,7 @@ export async function startAdmin(cfg: AdminConfig, sup: Supervisor, log: Logger,
       case '/readyz': {
         const status = nodeStatus(sup);
         if (status.ready) json(res, 200, { ready: true });
-        else json(res, 503, { ready: false, pipelines: Object.fromEntries(Object.entries(status.pipelines).map(([name, p]) => [name, p.state])) });
+        else json(res, 503, { ready: false, pipelines: Object.fromEntries(Object.entries(status.pipelines).map(([name, p]) => [name, readinessOf(p)])) });
         return;
       }
       case '/status':

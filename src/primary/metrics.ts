@@ -156,6 +156,21 @@ const FAMILIES: readonly Family[] = [
     labels: ['pipeline', 'component'],
     samples: perComponent('unacked'),
   },
+  {
+    name: 'logrelay_link_bytes_total',
+    help: 'Bytes of chain links: stage "raw" before compression (sinks), "wire" as sent (sinks) or received (sources).',
+    kind: 'counter',
+    labels: ['pipeline', 'component', 'stage'],
+    samples: perPipeline(function* (p): Generator<Sample> {
+      for (const kind of ['sources', 'sinks'] as const) {
+        for (const [component, c] of Object.entries(p.counters[kind])) {
+          if (c.bytes_raw !== undefined) yield [{ component, stage: 'raw' }, c.bytes_raw];
+          const wire = c.bytes_sent ?? c.bytes_received;
+          if (wire !== undefined) yield [{ component, stage: 'wire' }, wire];
+        }
+      }
+    }),
+  },
   { name: 'logrelay_chain_reconnects_total', help: 'Failed or broken links, each followed by a backoff.', kind: 'counter', labels: ['pipeline', 'component'], samples: perComponent('reconnects') },
   {
     name: 'logrelay_file_lag_bytes',

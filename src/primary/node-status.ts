@@ -49,6 +49,16 @@ export interface NodeStatus {
   readonly pipelines: Record<string, PipelineStatus>;
 }
 
+/** Sink types that connect at start: a pipeline is ready only once each of their links is up (DESIGN.md §25). */
+const DIALING_SINKS = new Set(['tcp_chain', 'http_chain', 'otlp', 'nats']);
+
+/** What `/readyz` names for a pipeline: its state, or `link_down` while it runs with a link not (yet) up. */
+export function readinessOf(p: PipelineStatus): string {
+  if (p.state !== 'running') return p.state;
+  for (const [id, type] of Object.entries(p.types.sinks)) if (DIALING_SINKS.has(type) && p.links[id] !== 'up') return 'link_down';
+  return 'running';
+}
+
 export function nodeStatus(sup: Supervisor): NodeStatus {
   const pipelines: Record<string, PipelineStatus> = {};
   let ready = sup.generation > 0;
@@ -74,7 +84,7 @@ export function nodeStatus(sup: Supervisor): NodeStatus {
     };
     const links: Record<string, LinkState> = {};
     for (const [id, s] of Object.entries(sinks)) if (s.connected !== undefined) links[id] = s.connected === 1 ? 'up' : 'down';
-    pipelines[v.name] = {
+    const status: PipelineStatus = {
       state: v.state,
       pid: v.pid ?? null,
       restarts: v.restarts,
@@ -88,6 +98,8 @@ export function nodeStatus(sup: Supervisor): NodeStatus {
       file_lag_bytes: v.gauges?.file_lag_bytes ?? {},
       certificate_expiry_seconds: v.gauges?.cert_expiry_seconds ?? {},
     };
+    if (readinessOf(status) !== 'running') ready = false;
+    pipelines[v.name] = status;
   }
   return {
     service: 'logrelay',

@@ -4,7 +4,7 @@
 import { type FileHandle, mkdir, open, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { errorMessage } from '../core/errors.js';
-import { pluginConfig, SINK_QUEUE_FIELDS } from '../core/plugin-config.js';
+import { pluginConfig, sinkQueueFields } from '../core/plugin-config.js';
 import type { PluginSpec } from '../config/spec.js';
 import { numberedFiles, pruneRotated } from '../core/prune.js';
 import type { OnFull } from '../core/queue.js';
@@ -23,6 +23,8 @@ interface FileSinkConfig {
   readonly max_total_size_mb: number;
   readonly retention_hours: number;
   readonly buffer_size: number;
+  /** bound of the queue together with what the sink holds unacknowledged, bytes of formatted lines */
+  readonly buffer_max_bytes: number;
   readonly on_full: OnFull;
 }
 
@@ -34,7 +36,7 @@ export const FILE_SINK: PluginSpec = {
     max_size_mb: { t: 'number', def: 100, min: 0.001, doc: 'rotate the current file at this size' },
     max_total_size_mb: { t: 'number', def: 1000, min: 0.001, doc: 'delete the oldest rotated files beyond this total' },
     retention_hours: { t: 'number', def: 168, min: 0, doc: 'delete rotated files older than this' },
-    ...SINK_QUEUE_FIELDS,
+    ...sinkQueueFields('delivers'),
   },
 };
 
@@ -117,6 +119,7 @@ export const createFileSink: SinkFactory = (plugin, ctx): Sink => {
     type: 'file',
     counters,
     bufferSize: cfg.buffer_size,
+    bufferMaxBytes: cfg.buffer_max_bytes,
     onFull: cfg.on_full,
     async open() {
       await mkdir(cfg.directory, { recursive: true });

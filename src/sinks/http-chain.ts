@@ -8,16 +8,22 @@ import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { HeldWaiters } from '../chain/held-waiters.js';
 import { chainBackoff, type ChainSinkConfig, chainSinkConfig, chainSinkFields } from '../chain/sink-config.js';
 import type { PluginSpec } from '../config/spec.js';
-import { defaultNode, HEADER_NODE, HEADER_PROTOCOL, NDJSON, PROTOCOL_VERSION, reportPath } from '../chain/protocol.js';
+import { acceptsEncoding, defaultNode, HEADER_ACCEPT_ENCODING, HEADER_NODE, HEADER_PROTOCOL, NDJSON, PROTOCOL_VERSION, reportPath } from '../chain/protocol.js';
 import type { NodeReport } from '../core/node-report.js';
 import { eachWireRun, encodeWire, type WireItem, wireItems } from '../chain/wire.js';
 import { settle, type Ticket } from '../core/ack.js';
 import { errorMessage } from '../core/errors.js';
+import { startProbe } from '../net/http-probe.js';
 import { clientTlsOptions } from '../net/tls.js';
+import { COMPRESSIONS, type Compression, zstdMissing } from '../chain/compression.js';
+import { PluginError } from '../core/errors.js';
+import { promisify } from 'node:util';
+import * as zlib from 'node:zlib';
 import { createLinkState } from '../chain/link-state.js';
 import type { Sink, SinkFactory } from './types.js';
 
 interface HttpChainSinkConfig extends ChainSinkConfig {
+  readonly compression: Compression;
   readonly path: string;
   readonly flush_interval_ms: number;
   readonly max_batch_count: number;
@@ -36,7 +42,14 @@ interface Batch {
    * while the next node answers never outlive the young generation.
    */
   readonly tickets: (Ticket | undefined)[];
+  /** the body compressed (`compression`), made at its first attempt and kept for the retries */
+  wire?: Buffer;
 }
+
+const gzipAsync = promisify<Buffer, zlib.ZlibOptions, Buffer>(zlib.gzip);
+/** zlib's one-shot zstd, where the runtime has it */
+const zstdCompress = (zlib as unknown as { zstdCompress?: (buf: Buffer, cb: (err: Error | null, out: Buffer) => void) => void }).zstdCompress;
+const zstdAsync = zstdCompress ? promisify<Buffer, Buffer>(zstdCompress) : undefined;
 
 /**
  * Batches posted at once, each on its own keep-alive connection: the round trip of one (the
@@ -60,6 +73,17 @@ function retryAfterMs(res: IncomingMessage): number | undefined {
 export const HTTP_CHAIN_SINK: PluginSpec = {
   doc: "forwards structured entries in NDJSON batches to another node's `http_chain` source; retries a batch until it is acknowledged",
   fields: chainSinkFields({
+    compression: {
+      t: 'string',
+      def: 'none',
+      oneOf: COMPRESSIONS,
+      doc: 'compress each batch, sent with `Content-Encoding` (the source inflates gzip, deflate and zstd bodies)',
+      values: {
+        none: 'plain NDJSON bodies',
+        gzip: 'gzip bodies',
+        zstd: 'zstd bodies; only on a Node.js runtime that has zstd (22.15 or later), else the sink fails to build',
+      },
+    },
     path: { t: 'string', def: '/ingest', nonEmpty: true, doc: "the peer source's `path`" },
     flush_interval_ms: { t: 'number', def: 1000, int: true, min: 1, doc: 'a batch is sent at most this long after its first entry' },
     max_batch_count: { t: 'number', def: 500, int: true, min: 1, unit: 'entries', doc: 'a batch is sent when it holds this many entries' },
@@ -87,7 +111,9 @@ export const createHttpChainSink: SinkFactory = (plugin, ctx): Sink => {
   const tlsOptions = clientTlsOptions('sink', plugin.id, cfg.tls, cfg.host);
   const node = cfg.node ?? ctx.node ?? defaultNode();
   const backoff = chainBackoff(cfg);
-  const counters = { connected: 0, reconnects: 0, batches_sent: 0, dropped_batches: 0, synthesized: 0, reports_sent: 0, reports_dropped: 0 };
+  if (cfg.compression === 'zstd' && zstdMissing()) throw new PluginError('sink', plugin.id, 'compression', zstdMissing()!);
+  /** `bytes_raw`: NDJSON bodies before compression; `bytes_sent`: bodies as posted */
+  const counters = { connected: 0, reconnects: 0, batches_sent: 0, dropped_batches: 0, synthesized: 0, bytes_sent: 0, bytes_raw: 0, reports_sent: 0, reports_dropped: 0 };
   const log = ctx.log;
   const link = createLinkState(counters, log, `${cfg.host}:${cfg.port}`);
   const headers = {
@@ -110,16 +136,23 @@ export const createHttpChainSink: SinkFactory = (plugin, ctx): Sink => {
   let retryTimer: NodeJS.Timeout | undefined;
   let outageLogged = false;
   let closing = false;
+  /** the last request found no peer (a network error): `on_full = "auto"` drops meanwhile */
+  let down = false;
 
   const held = () => readyEntries + building.length;
-  const waiters = new HeldWaiters(held, cfg.buffer_size);
+  /** body bytes of the batches held and of the one being filled (`buffer_max_bytes`) */
+  let readyBytes = 0;
+  const heldBytes = () => readyBytes + buildingBytes;
+  const waiters = new HeldWaiters(held, cfg.buffer_size, heldBytes, cfg.buffer_max_bytes);
 
   const closeBatch = () => {
     clearTimeout(flushTimer);
     flushTimer = undefined;
     if (building.length === 0) return;
-    ready.push({ ...bodyOf(building), count: building.length, tickets: building.map((item) => item.ticket) });
+    const batch = { ...bodyOf(building), count: building.length, tickets: building.map((item) => item.ticket) };
+    ready.push(batch);
     readyEntries += building.length;
+    readyBytes += batch.bytes;
     building = [];
     buildingBytes = 0;
     send();
@@ -128,6 +161,7 @@ export const createHttpChainSink: SinkFactory = (plugin, ctx): Sink => {
   const done = (batch: Batch) => {
     inFlight--;
     readyEntries -= batch.count;
+    readyBytes -= batch.bytes;
     for (const ticket of batch.tickets) settle(ticket);
     waiters.wake(closing);
     send();
@@ -159,11 +193,55 @@ export const createHttpChainSink: SinkFactory = (plugin, ctx): Sink => {
     while (inFlight < MAX_IN_FLIGHT && !retryTimer && ready.length > 0 && !ctx.checkOnly) post(ready.shift()!);
   };
 
-  const post = (batch: Batch) => {
-    inFlight++;
-    agent ??= tlsOptions
+  const agentOf = (): HttpAgent =>
+    (agent ??= tlsOptions
       ? new HttpsAgent({ ...tlsOptions, keepAlive: true, maxSockets: MAX_IN_FLIGHT, timeout: 30_000 })
-      : new HttpAgent({ keepAlive: true, maxSockets: MAX_IN_FLIGHT, timeout: 30_000 });
+      : new HttpAgent({ keepAlive: true, maxSockets: MAX_IN_FLIGHT, timeout: 30_000 }));
+  let probe: { stop(): void } | undefined;
+
+  /** Compresses the batch's body once (kept for its retries), then posts it. */
+  /** the source said (on a 204) that it reads our codec; until then bodies go plain */
+  let peerInflates = false;
+  let declinedTold = false;
+  /** A 204's word on compression: on, or declined (told once per outage of the word). */
+  const onNoContent = (res: Pick<IncomingMessage, 'headers'>) => {
+    if (cfg.compression === 'none') return;
+    peerInflates = acceptsEncoding(res.headers[HEADER_ACCEPT_ENCODING], cfg.compression);
+    if (peerInflates) declinedTold = false;
+    else if (!declinedTold) {
+      declinedTold = true;
+      log.info({ remote: `${cfg.host}:${cfg.port}`, compression: cfg.compression }, 'Chain link compression declined, sending plain');
+    }
+  };
+
+  const post = (batch: Batch) => {
+    if (cfg.compression === 'none' || batch.wire || !peerInflates) {
+      postNow(batch);
+      return;
+    }
+    inFlight++;
+    const raw = Buffer.concat(batch.body as Buffer[]);
+    const compressing = cfg.compression === 'zstd' && zstdAsync ? zstdAsync(raw) : gzipAsync(raw, { level: 1 });
+    compressing.then(
+      (wire) => {
+        batch.wire = wire;
+        inFlight--;
+        postNow(batch);
+      },
+      (err: unknown) => {
+        // it should not happen: the batch is dropped, counted
+        inFlight--;
+        counters.dropped_batches++;
+        log.error({ remote: `${cfg.host}:${cfg.port}`, error: errorMessage(err), entries: batch.count }, 'Chain batch could not be compressed, dropped');
+        inFlight++;
+        done(batch);
+      },
+    );
+  };
+
+  const postNow = (batch: Batch) => {
+    inFlight++;
+    agentOf();
     let settled = false;
     const settle = (fn: () => void) => {
       if (settled) return;
@@ -176,19 +254,22 @@ export const createHttpChainSink: SinkFactory = (plugin, ctx): Sink => {
       path: cfg.path,
       method: 'POST',
       agent,
-      headers: { ...headers, 'Content-Length': batch.bytes },
+      headers: batch.wire ? { ...headers, 'Content-Encoding': cfg.compression, 'Content-Length': batch.wire.length } : { ...headers, 'Content-Length': batch.bytes },
     });
     req.setTimeout(cfg.request_timeout_ms, () => req.destroy(new Error(`no answer within request_timeout_ms (${cfg.request_timeout_ms} ms)`)));
     req.on('error', (err) => {
       link.down({ error: errorMessage(err) }, closing);
+      if (!closing) down = true;
       settle(() => retry(batch, errorMessage(err)));
     });
     req.on('response', (res) => {
       res.resume();
       const status = res.statusCode ?? 0;
       link.up({ status });
+      down = false;
       settle(() => {
         if (status >= 200 && status < 300) {
+          onNoContent(res);
           counters.batches_sent++;
           failing = false;
           backoff.reset();
@@ -203,6 +284,13 @@ export const createHttpChainSink: SinkFactory = (plugin, ctx): Sink => {
         }
       });
     });
+    counters.bytes_raw += batch.bytes;
+    if (batch.wire) {
+      counters.bytes_sent += batch.wire.length;
+      req.end(batch.wire);
+      return;
+    }
+    counters.bytes_sent += batch.bytes;
     const last = batch.body.length - 1;
     for (let i = 0; i < last; i++) req.write(batch.body[i]);
     req.end(batch.body[last]);
@@ -252,11 +340,36 @@ export const createHttpChainSink: SinkFactory = (plugin, ctx): Sink => {
     type: 'http_chain',
     counters,
     bufferSize: cfg.buffer_size,
+    bufferMaxBytes: cfg.buffer_max_bytes,
     onFull: cfg.on_full,
     settles: true,
     carriesIds: true,
     sendsWire: true,
     linkUp: () => !failing,
+    linkDown: () => down,
+    open() {
+      // dial at start (DESIGN.md §25): an empty batch, which the source answers 204 (0 accepted)
+      if (ctx.checkOnly) return Promise.resolve();
+      probe = startProbe({
+        request: () => request({ host: cfg.host, port: cfg.port, path: cfg.path, method: 'POST', agent: agentOf(), headers: { ...headers, 'Content-Length': 0 } }),
+        timeoutMs: cfg.request_timeout_ms,
+        backoff: chainBackoff(cfg),
+        log,
+        remote: `${cfg.host}:${cfg.port}`,
+        line: 'Chain link cannot connect, retrying',
+        counters,
+        onAnswer: (status, resHeaders) => {
+          down = false;
+          link.up({ status });
+          if (status >= 200 && status < 300) onNoContent({ headers: resHeaders });
+        },
+        onFailure: (error) => {
+          down = true;
+          link.down({ error }, closing);
+        },
+      });
+      return Promise.resolve();
+    },
     write(batch) {
       const items = wireItems(batch);
       counters.synthesized += encodeWire(items, 0, items.length, Date.now(), ctx.pipeline);
@@ -284,10 +397,12 @@ export const createHttpChainSink: SinkFactory = (plugin, ctx): Sink => {
       reportWaiting = reports;
     },
     held,
+    heldBytes,
     async close(deadline) {
       closing = true;
       if (reportWaiting) counters.reports_dropped += reportWaiting.length;
       reportWaiting = undefined;
+      probe?.stop();
       closeBatch();
       waiters.wake(closing);
       if (held() > 0 && !ctx.checkOnly) await waiters.emptyBy(deadline);

@@ -245,6 +245,7 @@ export const createHttpSink: SinkFactory = (plugin, ctx): Sink => {
     type: 'http',
     counters,
     bufferSize: cfg.buffer_size,
+    bufferMaxBytes: cfg.buffer_max_bytes,
     onFull: cfg.on_full,
     async open() {
       const srv = createHttpListener(tlsOptions, { requestTimeoutMs: REQUEST_TIMEOUT_MS }, onRequest);

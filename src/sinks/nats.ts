@@ -14,7 +14,7 @@ import { eachWireRun, encodeWire, type WireItem, wireItems } from '../chain/wire
 import { settle } from '../core/ack.js';
 import { PluginError } from '../core/errors.js';
 import type { OnFull } from '../core/queue.js';
-import { SINK_QUEUE_FIELDS } from '../core/plugin-config.js';
+import { sinkQueueFields } from '../core/plugin-config.js';
 import type { PluginSpec } from '../config/spec.js';
 import { type NatsConfig, natsBackoff, natsConfig, natsConnectOptions, natsFields, NatsLink } from '../nats/connection.js';
 import type { Sink, SinkFactory, SinkItem } from './types.js';
@@ -30,6 +30,8 @@ interface NatsSinkConfig extends NatsConfig {
   readonly backoff_min_ms: number;
   readonly backoff_max_ms: number;
   readonly buffer_size: number;
+  /** bound of the queue together with what the sink holds unacknowledged, bytes of formatted lines */
+  readonly buffer_max_bytes: number;
   readonly on_full: OnFull;
 }
 
@@ -54,7 +56,7 @@ export const NATS_SINK: PluginSpec = {
     request_timeout_ms: { t: 'number', def: 5000, int: true, min: 1, doc: 'a batch not acknowledged within this is published again' },
     backoff_min_ms: { t: 'number', def: 250, int: true, min: 1, doc: 'first retry delay; doubles per failure' },
     backoff_max_ms: { t: 'number', def: 30000, int: true, min: 1, doc: 'longest retry delay' },
-    ...SINK_QUEUE_FIELDS,
+    ...sinkQueueFields('delivers'),
   }),
 };
 
@@ -242,11 +244,13 @@ export const createNatsSink: SinkFactory = (plugin, ctx): Sink => {
     type: 'nats',
     counters,
     bufferSize: cfg.buffer_size,
+    bufferMaxBytes: cfg.buffer_max_bytes,
     onFull: cfg.on_full,
     settles: true,
     carriesIds: true,
     sendsWire: true,
     linkUp: () => link.up,
+    linkDown: () => link.down,
     open() {
       if (ctx.checkOnly) return Promise.resolve();
       link.start();

@@ -14,9 +14,10 @@ import type { PluginSpec } from '../config/spec.js';
 import { settle, type Ticket } from '../core/ack.js';
 import { Backoff } from '../core/backoff.js';
 import { errorMessage, PluginError } from '../core/errors.js';
-import { pluginConfig, SINK_QUEUE_FIELDS } from '../core/plugin-config.js';
+import { pluginConfig, sinkQueueFields } from '../core/plugin-config.js';
 import type { OnFull } from '../core/queue.js';
 import { VERSION } from '../core/version.js';
+import { startProbe } from '../net/http-probe.js';
 import { clientTlsOptions, TLS_FIELDS, type TlsConfig } from '../net/tls.js';
 import { encodeRequest } from '../otlp/encode.js';
 import { encodeJsonRequest } from '../otlp/json.js';
@@ -37,6 +38,8 @@ interface OtlpSinkConfig {
   readonly backoff_min_ms: number;
   readonly backoff_max_ms: number;
   readonly buffer_size: number;
+  /** bound of the queue together with what the sink holds unacknowledged, bytes of formatted lines */
+  readonly buffer_max_bytes: number;
   readonly on_full: OnFull;
   readonly tls: TlsConfig;
 }
@@ -61,7 +64,7 @@ export const OTLP_SINK: PluginSpec = {
     request_timeout_ms: { t: 'number', def: 10000, int: true, min: 1, doc: 'a request unanswered this long fails (and is retried)' },
     backoff_min_ms: { t: 'number', def: 250, int: true, min: 1, doc: 'first retry delay; doubles per failure, ±20 % jitter' },
     backoff_max_ms: { t: 'number', def: 30000, int: true, min: 1, doc: 'longest retry delay (a longer Retry-After is still honoured)' },
-    ...SINK_QUEUE_FIELDS,
+    ...sinkQueueFields('delivers'),
     ...TLS_FIELDS,
   },
 };
@@ -145,6 +148,8 @@ export const createOtlpSink: SinkFactory = (plugin, ctx): Sink => {
   let outageLogged = false;
   let failing = false;
   let closing = false;
+  /** the last request found no peer (a network error): `on_full = "auto"` drops meanwhile */
+  let down = false;
 
   const held = () => readyEntries + building.length;
   // a window of max_in_flight full batches may be out while the next fills
@@ -232,6 +237,12 @@ export const createOtlpSink: SinkFactory = (plugin, ctx): Sink => {
     }
   };
 
+  const agentOf = (): HttpAgent =>
+    (agent ??= tlsOptions
+      ? new HttpsAgent({ ...tlsOptions, keepAlive: true, maxSockets: cfg.max_in_flight, timeout: 30_000 })
+      : new HttpAgent({ keepAlive: true, maxSockets: cfg.max_in_flight, timeout: 30_000 }));
+  let probe: { stop(): void } | undefined;
+
   const post = async (batch: Batch) => {
     inFlight++;
     let body: Buffer;
@@ -246,9 +257,7 @@ export const createOtlpSink: SinkFactory = (plugin, ctx): Sink => {
       send();
       return;
     }
-    agent ??= tlsOptions
-      ? new HttpsAgent({ ...tlsOptions, keepAlive: true, maxSockets: cfg.max_in_flight, timeout: 30_000 })
-      : new HttpAgent({ keepAlive: true, maxSockets: cfg.max_in_flight, timeout: 30_000 });
+    agentOf();
     let settled = false;
     const conclude = (fn: () => void) => {
       if (settled) return;
@@ -261,11 +270,13 @@ export const createOtlpSink: SinkFactory = (plugin, ctx): Sink => {
     req.setTimeout(cfg.request_timeout_ms, () => req.destroy(new Error(`no answer within request_timeout_ms (${cfg.request_timeout_ms} ms)`)));
     req.on('error', (err) => {
       link.down({ error: errorMessage(err) }, closing);
+      if (!closing) down = true;
       conclude(() => retry(batch, errorMessage(err), undefined));
     });
     req.on('response', (res) => {
       const status = res.statusCode ?? 0;
       link.up({ status });
+      down = false;
       const chunks: Buffer[] = [];
       let size = 0;
       res.on('data', (chunk: Buffer) => {
@@ -283,10 +294,34 @@ export const createOtlpSink: SinkFactory = (plugin, ctx): Sink => {
     type: 'otlp',
     counters,
     bufferSize: cfg.buffer_size,
+    bufferMaxBytes: cfg.buffer_max_bytes,
     onFull: cfg.on_full,
     settles: true,
     carriesIds: true,
     linkUp: () => !failing,
+    linkDown: () => down,
+    async open() {
+      // dial at start (DESIGN.md §25): an export request with no records, which a receiver answers
+      if (ctx.checkOnly) return;
+      const body = await encode({ placed: [], tickets: [] });
+      probe = startProbe({
+        request: () => request({ host, port, path, method: 'POST', agent: agentOf(), headers: { ...headers, 'Content-Length': body.length } }),
+        body,
+        timeoutMs: cfg.request_timeout_ms,
+        backoff: new Backoff({ min_ms: cfg.backoff_min_ms, max_ms: cfg.backoff_max_ms, jitter: 0.2 }),
+        log,
+        remote,
+        line: 'OTLP export cannot connect, retrying',
+        onAnswer: (status) => {
+          down = false;
+          link.up({ status });
+        },
+        onFailure: (error) => {
+          down = true;
+          link.down({ error }, closing);
+        },
+      });
+    },
     write(items) {
       const now = Date.now();
       for (const item of items) {
@@ -307,6 +342,7 @@ export const createOtlpSink: SinkFactory = (plugin, ctx): Sink => {
     held,
     async close(deadline) {
       closing = true;
+      probe?.stop();
       closeBatch();
       waiters.wake(closing);
       if (held() > 0 && !ctx.checkOnly) await waiters.emptyBy(deadline);

@@ -3,7 +3,7 @@
 
 import { fstatSync } from 'node:fs';
 import { chunkLines, PIPE_BUF } from '../core/lines.js';
-import { pluginConfig, SINK_QUEUE_FIELDS } from '../core/plugin-config.js';
+import { pluginConfig, sinkQueueFields } from '../core/plugin-config.js';
 import type { PluginSpec } from '../config/spec.js';
 import type { OnFull } from '../core/queue.js';
 import type { Sink, SinkFactory } from './types.js';
@@ -13,6 +13,8 @@ const CHUNK = 65536;
 interface StdoutConfig {
   readonly target: 'stdout' | 'stderr';
   readonly buffer_size: number;
+  /** bound of the queue together with what the sink holds unacknowledged, bytes of formatted lines */
+  readonly buffer_max_bytes: number;
   readonly on_full: OnFull;
 }
 
@@ -20,7 +22,7 @@ export const STDOUT_SINK: PluginSpec = {
   doc: "writes formatted lines to the node's standard output (or error), whole lines only",
   fields: {
     target: { t: 'string', def: 'stdout', oneOf: ['stdout', 'stderr'], doc: 'which standard stream' },
-    ...SINK_QUEUE_FIELDS,
+    ...sinkQueueFields('shows'),
   },
 };
 
@@ -59,6 +61,7 @@ export const createStdoutSink: SinkFactory = (plugin, ctx): Sink => {
     type: 'stdout',
     counters,
     bufferSize: cfg.buffer_size,
+    bufferMaxBytes: cfg.buffer_max_bytes,
     onFull: cfg.on_full,
     async open() {
       const st = fstatSync(cfg.target === 'stdout' ? 1 : 2);

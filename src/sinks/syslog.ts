@@ -76,6 +76,8 @@ export const createSyslogSink: SinkFactory = (plugin, ctx): Sink => {
   let pending: string[] | undefined;
   let wakeWriter: (() => void) | undefined;
   let closing = false;
+  /** failed to connect, or lost the link and not reconnected since (`on_full = "auto"` drops meanwhile) */
+  let down = false;
   const loop = new DialLoop({
     host: cfg.host,
     port: cfg.port,
@@ -117,6 +119,7 @@ export const createSyslogSink: SinkFactory = (plugin, ctx): Sink => {
 
   const onReady = (c: Conn) => {
     loop.ready();
+    down = false;
     counters.connected = 1;
     log.debug({ remote, mode: cfg.mode, tls: !!tlsOptions }, 'Syslog link connected');
     const messages = pending;
@@ -129,6 +132,7 @@ export const createSyslogSink: SinkFactory = (plugin, ctx): Sink => {
     if (conn !== c) return;
     conn = undefined;
     counters.connected = 0;
+    if (!closing) down = true;
     // what was handed to the socket counts as delivered: a writer waiting for 'drain' goes on
     if (!pending) release();
     const fields = { remote, error: failure ?? 'connection closed', pending: pending?.length ?? 0 };
@@ -173,7 +177,9 @@ export const createSyslogSink: SinkFactory = (plugin, ctx): Sink => {
     type: 'syslog',
     counters,
     bufferSize: cfg.buffer_size,
+    bufferMaxBytes: cfg.buffer_max_bytes,
     onFull: cfg.on_full,
+    linkDown: () => down,
     write(batch) {
       if (batch.length === 0) return undefined;
       const now = Date.now();

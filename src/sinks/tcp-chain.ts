@@ -1,4 +1,4 @@
-// `tcp_chain` sink: the sending end of a chain link (DESIGN.md §9). Connects lazily, says hello,
+// `tcp_chain` sink: the sending end of a chain link (DESIGN.md §9). Connects at start, says hello,
 // writes each batch as one chunk of JSON lines and keeps every entry until the peer acknowledges
 // it; after a reconnect (exponential backoff with jitter) the unacknowledged ones are sent again.
 
@@ -7,15 +7,18 @@ import type { ConnectionOptions } from 'node:tls';
 import { HeldWaiters } from '../chain/held-waiters.js';
 import { chainBackoff, type ChainSinkConfig, chainSinkConfig, chainSinkFields } from '../chain/sink-config.js';
 import type { PluginSpec } from '../config/spec.js';
-import { defaultNode, helloLine, LineSplitter, offerOf, parseServerLine, reportLine } from '../chain/protocol.js';
+import { defaultNode, helloLine, LineSplitter, parseServerLine, reportLine } from '../chain/protocol.js';
 import { eachWireRun, encodeWire, type WireItem, wireItems } from '../chain/wire.js';
+import { COMPRESSIONS, type Compression, offeredCodecs, streamCompressor, zstdMissing } from '../chain/compression.js';
 import { settleAll } from '../core/ack.js';
+import { PluginError } from '../core/errors.js';
 import { DialLoop } from '../net/dial-loop.js';
 import { clientTlsOptions } from '../net/tls.js';
 import { createLinkState } from '../chain/link-state.js';
 import type { Sink, SinkFactory } from './types.js';
 
 interface TcpChainSinkConfig extends ChainSinkConfig {
+  readonly compression: Compression;
   readonly dial_timeout_ms: number;
   readonly write_timeout_ms: number;
 }
@@ -23,6 +26,17 @@ interface TcpChainSinkConfig extends ChainSinkConfig {
 export const TCP_CHAIN_SINK: PluginSpec = {
   doc: "forwards structured entries to another node's `tcp_chain` source; keeps unacknowledged ones and resends them after a reconnect",
   fields: chainSinkFields({
+    compression: {
+      t: 'string',
+      def: 'none',
+      oneOf: COMPRESSIONS,
+      doc: 'compress the link (offered in the hello; a source that does not know it gets plain lines, logged INFO once per connection)',
+      values: {
+        none: 'plain lines',
+        gzip: 'one gzip stream from sink to source, flushed at every write; acks stay plain',
+        zstd: 'one zstd stream (gzip offered second); only on a Node.js runtime that has zstd (22.15 or later), else the sink fails to build',
+      },
+    },
     dial_timeout_ms: { t: 'number', def: 5000, int: true, min: 1, doc: 'a connection attempt that takes longer fails (and backs off)' },
     write_timeout_ms: { t: 'number', def: 5000, int: true, min: 1, doc: 'a link that cannot take a write this long is closed and redialled' },
   }),
@@ -32,9 +46,13 @@ export const createTcpChainSink: SinkFactory = (plugin, ctx): Sink => {
   const cfg = chainSinkConfig<TcpChainSinkConfig>(plugin, TCP_CHAIN_SINK);
   const tlsOptions: ConnectionOptions | undefined = clientTlsOptions('sink', plugin.id, cfg.tls, cfg.host);
   const node = cfg.node ?? ctx.node ?? defaultNode();
-  const hello = helloLine(node, offerOf({ report: ctx.reports ? 1 : undefined }));
+  if (cfg.compression === 'zstd' && zstdMissing()) throw new PluginError('sink', plugin.id, 'compression', zstdMissing()!);
+  const hello = helloLine(node, { compression: offeredCodecs(cfg.compression), report: ctx.reports ? 1 : undefined });
   const backoff = chainBackoff(cfg);
-  const counters = { connected: 0, reconnects: 0, unacked: 0, synthesized: 0, reports_sent: 0, reports_dropped: 0 };
+  /** `bytes_raw`: chain lines before compression; `bytes_sent`: what went on the wire */
+  const counters = { connected: 0, reconnects: 0, unacked: 0, synthesized: 0, bytes_sent: 0, bytes_raw: 0, reports_sent: 0, reports_dropped: 0 };
+  /** the compressing stream of the current connection, when the source accepted a codec */
+  let compressor: ReturnType<typeof streamCompressor> | undefined;
   const log = ctx.log;
   const link = createLinkState(counters, log, `${cfg.host}:${cfg.port}`);
 
@@ -45,7 +63,9 @@ export const createTcpChainSink: SinkFactory = (plugin, ctx): Sink => {
   let sent = 0;
   let lastAck = 0;
   const held = () => items.length - head;
-  const waiters = new HeldWaiters(held, cfg.buffer_size);
+  /** the formatted lines' length of the held items (`buffer_max_bytes`) */
+  let heldBytes = 0;
+  const waiters = new HeldWaiters(held, cfg.buffer_size, () => heldBytes, cfg.buffer_max_bytes);
 
   let socket: Socket | undefined;
   let closing = false;
@@ -53,6 +73,8 @@ export const createTcpChainSink: SinkFactory = (plugin, ctx): Sink => {
   let reportsAccepted = false;
   /** the latest reports given while the link was not ready (a newer set replaces them, counted) */
   let pendingReports: { text: string; count: number } | undefined;
+  /** failed to connect, or lost the link and not reconnected since (`on_full = "auto"` drops meanwhile) */
+  let down = false;
   const loop = new DialLoop({
     host: cfg.host,
     port: cfg.port,
@@ -70,6 +92,7 @@ export const createTcpChainSink: SinkFactory = (plugin, ctx): Sink => {
     if (delta <= 0) return;
     lastAck = n;
     settleAll(items, head, head + delta);
+    for (let i = head; i < head + delta; i++) heldBytes -= items[i]!.line.length;
     head += delta;
     sent -= delta;
     if (head === items.length) {
@@ -89,13 +112,25 @@ export const createTcpChainSink: SinkFactory = (plugin, ctx): Sink => {
     if (from >= items.length) return;
     const s = socket;
     let fits = true;
-    s.cork();
-    eachWireRun(items, from, items.length, (bytes) => {
-      fits = s.write(bytes);
-    });
-    s.uncork();
+    const z = compressor;
+    if (z) {
+      eachWireRun(items, from, items.length, (bytes) => {
+        counters.bytes_raw += bytes.length;
+        z.stream.write(bytes);
+      });
+      // flushed at every write: the source gets every line now, latency does not grow
+      z.flush();
+    } else {
+      s.cork();
+      eachWireRun(items, from, items.length, (bytes) => {
+        counters.bytes_raw += bytes.length;
+        counters.bytes_sent += bytes.length;
+        fits = s.write(bytes);
+      });
+      s.uncork();
+    }
     sent = held();
-    if (!fits) loop.watchWrite(s);
+    if (!fits || s.writableNeedDrain) loop.watchWrite(s);
   };
 
   /** Sends the reports waiting, or drops them (counted) when the peer takes none or the link is backed up. */
@@ -115,7 +150,11 @@ export const createTcpChainSink: SinkFactory = (plugin, ctx): Sink => {
     const s = loop.connectStream((failure, wasReady) => onClosed(s, failure, wasReady));
     socket = s;
     s.setEncoding('utf8');
-    s.once(tlsOptions ? 'secureConnect' : 'connect', () => s.write(hello));
+    s.once(tlsOptions ? 'secureConnect' : 'connect', () => {
+      counters.bytes_raw += hello.length;
+      counters.bytes_sent += hello.length;
+      s.write(hello);
+    });
     const splitter = new LineSplitter(64 * 1024);
     s.on('data', (chunk: string) => {
       const fits = splitter.push(chunk, (line) => {
@@ -123,7 +162,20 @@ export const createTcpChainSink: SinkFactory = (plugin, ctx): Sink => {
         if (!msg) return;
         if (msg.kind === 'ack') onAck(msg.n);
         else if (msg.kind === 'ok' && loop.state === 'connecting') {
+          const codec = msg.accept.compression;
+          if (typeof codec === 'string' && offeredCodecs(cfg.compression).includes(codec)) {
+            const z = streamCompressor(codec);
+            z.stream.on('data', (b: Buffer) => {
+              counters.bytes_sent += b.length;
+              if (!s.write(b)) loop.watchWrite(s);
+            });
+            z.stream.on('error', (err) => s.destroy(err));
+            compressor = z;
+          } else if (cfg.compression !== 'none') {
+            log.info({ remote: `${cfg.host}:${cfg.port}`, compression: cfg.compression }, 'Chain link compression declined, sending plain');
+          }
           loop.ready();
+          down = false;
           sent = 0;
           lastAck = 0;
           reportsAccepted = msg.accept.report === 1;
@@ -143,6 +195,9 @@ export const createTcpChainSink: SinkFactory = (plugin, ctx): Sink => {
     socket = undefined;
     sent = 0;
     reportsAccepted = false;
+    compressor?.stream.destroy();
+    compressor = undefined;
+    if (!closing) down = true;
     const fields = { remote: `${cfg.host}:${cfg.port}`, error: failure ?? 'connection closed', unacked: held() };
     // A link that was up says so once (WARN `Chain link down`); a planned close says nothing.
     link.down({ error: fields.error, unacked: fields.unacked }, closing);
@@ -157,12 +212,14 @@ export const createTcpChainSink: SinkFactory = (plugin, ctx): Sink => {
     if (held() > 0 && !closing && ctx.failover?.(items.slice(head))) {
       items = [];
       head = 0;
+      heldBytes = 0;
       counters.unacked = 0;
       waiters.wake(closing);
     }
     if (closing && held() === 0) return;
-    // a redundant path keeps dialing while idle, so it comes back into the rotation
-    if (held() > 0 || !wasReady || ctx.failover) loop.redial();
+    // the link is kept up while idle (DESIGN.md §25): an outage shows before data flows, and a
+    // redundant path comes back into the rotation
+    if (!closing || held() > 0) loop.redial();
   };
 
   return {
@@ -170,15 +227,25 @@ export const createTcpChainSink: SinkFactory = (plugin, ctx): Sink => {
     type: 'tcp_chain',
     counters,
     bufferSize: cfg.buffer_size,
+    bufferMaxBytes: cfg.buffer_max_bytes,
     onFull: cfg.on_full,
     settles: true,
     carriesIds: true,
     sendsWire: true,
     linkUp: () => loop.state === 'ready',
+    linkDown: () => down,
+    open() {
+      // dial at start (DESIGN.md §25): an unreachable peer is told before any entry flows
+      if (!ctx.checkOnly) loop.dial();
+      return Promise.resolve();
+    },
     write(batch) {
       const wired = wireItems(batch);
       counters.synthesized += encodeWire(wired, 0, wired.length, Date.now(), ctx.pipeline);
-      for (const item of wired) items.push(item);
+      for (const item of wired) {
+        items.push(item);
+        heldBytes += item.line.length;
+      }
       counters.unacked = held();
       if (loop.state === 'ready') sendPending();
       else if (!ctx.checkOnly) loop.dial();
@@ -193,6 +260,7 @@ export const createTcpChainSink: SinkFactory = (plugin, ctx): Sink => {
       else loop.dial();
     },
     held,
+    heldBytes: () => heldBytes,
     async close(deadline) {
       closing = true;
       if (pendingReports) counters.reports_dropped += pendingReports.count;

@@ -55,6 +55,7 @@ export const createTcpSink: SinkFactory = (plugin, ctx): Sink => {
     type: 'tcp',
     counters,
     bufferSize: cfg.buffer_size,
+    bufferMaxBytes: cfg.buffer_max_bytes,
     onFull: cfg.on_full,
     async open() {
       const srv = tlsOptions ? createTlsServer(tlsOptions) : createNetServer();

@@ -32,6 +32,10 @@ export interface Sink {
   readonly counters: Counters;
   /** input queue bound, entries */
   readonly bufferSize: number;
+  /** input queue bound together with heldBytes(), bytes of formatted lines (`buffer_max_bytes`) */
+  readonly bufferMaxBytes: number;
+  /** bytes of the formatted lines taken by write() but not yet delivered (unacknowledged); 0 when absent */
+  heldBytes?(): number;
   readonly onFull: OnFull;
   /**
    * The sink settles its items itself (core/ack.ts settle) once the peer acknowledged them
@@ -42,13 +46,18 @@ export interface Sink {
   readonly carriesIds?: boolean;
   /** The sink sends items as chain lines (`encodeWire`): the pipeline may write them ahead. */
   readonly sendsWire?: boolean;
-  /** For `fanout = "any"`: false while the link is down (the sink then skips entries). */
+  /** For `fanout = "any"` and `"balance"`: false while the link is not up (the sink then skips entries). */
   linkUp?(): boolean;
   /**
    * Chain sinks: sends node reports upstream (the node's own and those it forwards), beside the
    * entries and never as one; what cannot be sent is dropped and counted `reports_dropped`.
    */
   report?(reports: readonly NodeReport[]): void;
+  /**
+   * For `on_full = "auto"` (DESIGN.md §25): true while the link is down, i.e. it failed to connect,
+   * or lost its connection and has not reconnected since (not while the first attempt is under way).
+   */
+  linkDown?(): boolean;
   /** Build step: bind listeners, open files. Not called by `check`. */
   open?(): Promise<void>;
   /** Takes a batch; the returned promise (if any) resolves when the sink can take the next one. */

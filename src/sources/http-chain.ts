@@ -7,14 +7,14 @@ import { StringDecoder } from 'node:string_decoder';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
-import { decodeEntry, HEADER_ACCEPTED, HEADER_NODE, HEADER_PROTOCOL, LineSplitter, PROTOCOL_VERSION, reportPath, RETRY_AFTER_S, trailingIdOf } from '../chain/protocol.js';
+import { decodeEntry, HEADER_ACCEPT_ENCODING, HEADER_ACCEPTED, HEADER_NODE, HEADER_PROTOCOL, LineSplitter, PROTOCOL_VERSION, reportPath, RETRY_AFTER_S, trailingIdOf } from '../chain/protocol.js';
 import { reportSourceCounters, takeReport } from '../chain/reports.js';
 import { parseJsonText } from '../core/entry.js';
 import { CHAIN_SOURCE_BUFFER_SIZE, type ChainSourceConfig, chainSourceConfig, chainSourceFields } from '../chain/source-config.js';
 import type { PluginSpec } from '../config/spec.js';
 import { doneBy } from '../core/ack.js';
 import type { Entry } from '../core/entry.js';
-import { readLimitedChunks } from '../net/http-body.js';
+import { type BodyFault, INFLATABLE, inflateLimited, readLimitedChunks } from '../net/http-body.js';
 import { closeHttpListener, createHttpListener } from '../net/http-server.js';
 import { bind, countHandshakeErrors } from '../net/listener.js';
 import { closeSession, openSession, type Session } from '../net/session.js';
@@ -46,6 +46,9 @@ const json = (res: ServerResponse, status: number, body: object, headers: Record
   res.end(text);
 };
 
+/** What this node's http_chain source inflates, as HEADER_ACCEPT_ENCODING says it. */
+const ACCEPT_ENCODING = [...INFLATABLE].join(', ');
+
 export const HTTP_CHAIN_SOURCE: PluginSpec = {
   doc: 'receives NDJSON batches from other nodes\' `http_chain` sinks (chain protocol v1 over HTTP)',
   fields: chainSourceFields({
@@ -67,6 +70,8 @@ export const createHttpChainSource: SourceFactory = (plugin, ctx): Source => {
     tls_handshake_errors: 0,
     auth_rejected: 0,
     ...reportSourceCounters(),
+    /** request body bytes as received (compressed or not) */
+    bytes_received: 0,
   };
   const reportsAt = reportPath(cfg.path);
   const { tlsOptions, authorize } = serverSecurity('source', plugin.id, cfg, ctx, counters);
@@ -111,7 +116,7 @@ export const createHttpChainSource: SourceFactory = (plugin, ctx): Source => {
       if (--owed > 0) return;
       answering--;
       if (!res.destroyed) {
-        res.writeHead(204, { [HEADER_ACCEPTED]: String(accepted) });
+        res.writeHead(204, { [HEADER_ACCEPTED]: String(accepted), [HEADER_ACCEPT_ENCODING]: ACCEPT_ENCODING });
         res.end();
       }
       if (answering === 0) drained?.();
@@ -214,18 +219,41 @@ export const createHttpChainSource: SourceFactory = (plugin, ctx): Source => {
       json(res, 400, { error: version ? `unsupported protocol version ${JSON.stringify(version)}, want 1` : `missing X-Logrelay-Protocol header` });
       return;
     }
+    // a compressed batch (DESIGN.md §25): gzip, deflate, zstd where the runtime has it; others 415
+    const encoding = (headerValue(req.headers['content-encoding']) ?? '').trim().toLowerCase();
+    if (encoding !== '' && encoding !== 'identity' && !INFLATABLE.has(encoding)) {
+      req.resume();
+      json(res, 415, { error: `unsupported Content-Encoding ${JSON.stringify(encoding)} (this node takes ${[...INFLATABLE].join(', ')})` });
+      return;
+    }
     if (stopping || !started || paused || ctx.isSaturated()) {
       req.resume();
       busy(res);
       return;
     }
+    const tooLarge = () => json(res, 413, { error: `body over max_body_bytes (${cfg.max_body_bytes})` }, { Connection: 'close' });
     readLimitedChunks(req, cfg.max_body_bytes, bodies, (outcome) => {
       if (outcome === 'too_large') {
-        json(res, 413, { error: `body over max_body_bytes (${cfg.max_body_bytes})` }, { Connection: 'close' });
+        tooLarge();
       } else if (outcome === 'busy') {
         busy(res);
       } else if (outcome !== 'aborted') {
-        ingest(req, res, peer, outcome);
+        for (const chunk of outcome) counters.bytes_received += chunk.length;
+        if (encoding === '' || encoding === 'identity') {
+          ingest(req, res, peer, outcome);
+          return;
+        }
+        // inflated with a cap: a bomb stops at max_body_bytes, never inflated whole
+        inflateLimited(outcome.length === 1 ? outcome[0]! : Buffer.concat(outcome), encoding, cfg.max_body_bytes).then(
+          (body) => ingest(req, res, peer, [body]),
+          (err: BodyFault) => {
+            if (err.tooLarge) tooLarge();
+            else {
+              counters.parse_errors++;
+              json(res, 400, { error: `body does not inflate as ${encoding}` });
+            }
+          },
+        );
       }
     });
   };

@@ -4,7 +4,9 @@
 // order. A saturated pipeline pauses every connection (TCP backpressure).
 
 import type { Server, Socket } from 'node:net';
-import { acceptOf, ackLine, decodeEntry, errorLine, isReportLine, LineSplitter, okLine, parseHello, reportOfLine, trailingIdOf } from '../chain/protocol.js';
+import { StringDecoder } from 'node:string_decoder';
+import { STREAM_CODECS, streamDecompressor } from '../chain/compression.js';
+import { acceptFor, ackLine, decodeEntry, errorLine, isReportLine, LineSplitter, okLine, parseHello, reportOfLine, trailingIdOf } from '../chain/protocol.js';
 import { reportSourceCounters, takeReport } from '../chain/reports.js';
 import { CHAIN_SOURCE_BUFFER_SIZE, type ChainSourceConfig, chainSourceConfig, chainSourceCounters, chainSourceFields } from '../chain/source-config.js';
 import type { PluginSpec } from '../config/spec.js';
@@ -56,7 +58,8 @@ export const TCP_CHAIN_SOURCE: PluginSpec = {
 
 export const createTcpChainSource: SourceFactory = (plugin, ctx): Source => {
   const cfg = chainSourceConfig<TcpChainSourceConfig>(plugin, TCP_CHAIN_SOURCE);
-  const counters = { ...chainSourceCounters(), ...reportSourceCounters() };
+  /** `bytes_received`: bytes read off the links as they came (compressed or not) */
+  const counters = { ...chainSourceCounters(), ...reportSourceCounters(), bytes_received: 0 };
   const { tlsOptions, authorize } = serverSecurity('source', plugin.id, cfg, ctx, counters);
   const links = new Set<Link>();
   /** connections accepted before start(): they wait, unread */
@@ -114,24 +117,26 @@ export const createTcpChainSource: SourceFactory = (plugin, ctx): Source => {
       skipped = 0;
       ctx.emit(b, link.order.add(link.received));
     };
+    /** Takes the hello line; the codec the sink's stream then uses, or undefined (plain, or refused). */
+    const onHello = (line: string): { codec?: string } | undefined => {
+      const hello = parseHello(line);
+      clearTimeout(link.helloTimer);
+      if (!hello.ok) {
+        counters.parse_errors++;
+        refuse(link, hello.error);
+        link.closed = true;
+        return undefined;
+      }
+      link.ready = true;
+      link.node = link.session?.auth_identity ?? (hello.node || undefined);
+      // offered features this source does not know are ignored (DESIGN.md §25)
+      const accept = acceptFor(hello.offer, { compression: STREAM_CODECS, report: [1] });
+      link.reports = accept.report !== undefined;
+      socket.write(okLine(accept));
+      return { codec: typeof accept.compression === 'string' ? accept.compression : undefined };
+    };
     const onLine = (line: string) => {
       if (link.closed) return;
-      if (!link.ready) {
-        const hello = parseHello(line);
-        clearTimeout(link.helloTimer);
-        if (!hello.ok) {
-          counters.parse_errors++;
-          refuse(link, hello.error);
-          link.closed = true;
-          return;
-        }
-        link.ready = true;
-        link.node = link.session?.auth_identity ?? (hello.node || undefined);
-        const accept = acceptOf(hello.offer);
-        link.reports = accept.report !== undefined;
-        socket.write(okLine(accept));
-        return;
-      }
       if (line.length === 0) return;
       if (link.reports && isReportLine(line)) {
         takeReport(reportOfLine(line), link.session?.auth_identity, counters, ctx.report);
@@ -154,10 +159,11 @@ export const createTcpChainSource: SourceFactory = (plugin, ctx): Source => {
       batch.push(entry);
       if (batch.length + skipped >= cfg.buffer_size) flush();
     };
-    socket.setEncoding('utf8');
-    socket.on('data', (chunk: string) => {
+    const decoder = new StringDecoder('utf8');
+    /** the lines of the stream after the hello, as text (inflated first when compressed) */
+    const onText = (text: string) => {
       if (link.closed) return;
-      const fits = splitter.push(chunk, onLine);
+      const fits = splitter.push(text, onLine);
       flush();
       if (!fits) {
         counters.parse_errors++;
@@ -166,6 +172,51 @@ export const createTcpChainSource: SourceFactory = (plugin, ctx): Source => {
         refuse(link, `line over max_line_bytes (${cfg.max_line_bytes})`);
         return;
       }
+      // inflated text comes after the read that carried it: the pause is checked here too
+      if (ctx.isSaturated()) socket.pause();
+    };
+    let feed = (bytes: Buffer) => onText(decoder.write(bytes));
+    /** bytes of the hello line read so far (it ends at the first \n; the stream follows it) */
+    let helloBytes: Buffer[] | undefined = [];
+    let helloSize = 0;
+    socket.on('data', (chunk: Buffer) => {
+      counters.bytes_received += chunk.length;
+      if (link.closed) return;
+      if (helloBytes) {
+        const nl = chunk.indexOf(10);
+        if (nl < 0) {
+          helloBytes.push(chunk);
+          helloSize += chunk.length;
+          if (helloSize > cfg.max_line_bytes) {
+            clearTimeout(link.helloTimer);
+            counters.parse_errors++;
+            link.closed = true;
+            refuse(link, `hello over max_line_bytes (${cfg.max_line_bytes})`);
+          }
+          return;
+        }
+        helloBytes.push(chunk.subarray(0, nl));
+        const line = Buffer.concat(helloBytes).toString('utf8').replace(/\r$/, '');
+        helloBytes = undefined;
+        const chosen = onHello(line);
+        if (!chosen) return;
+        if (chosen.codec) {
+          const inflate = streamDecompressor(chosen.codec);
+          inflate.on('data', (out: Buffer) => onText(decoder.write(out)));
+          inflate.on('error', () => {
+            counters.parse_errors++;
+            link.closed = true;
+            socket.destroy();
+          });
+          socket.once('close', () => inflate.destroy());
+          feed = (bytes) => {
+            inflate.write(bytes);
+          };
+        }
+        chunk = chunk.subarray(nl + 1);
+        if (chunk.length === 0) return;
+      }
+      feed(chunk);
       if (ctx.isSaturated()) socket.pause();
     });
     if (!paused) socket.resume();

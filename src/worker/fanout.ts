@@ -1,7 +1,8 @@
 // Fan-out policy (DESIGN.md §7): how one entry is offered to a pipeline's sink queues, when the
 // sources must pause, and where a broken link's entries go. `all`: every sink gets every entry
 // (a full dropping sink drops and counts it). `any`: redundant paths; every live sink with room
-// takes it, the others skip it; sources pause only when no path has room.
+// takes it, the others skip it; sources pause only when no path has room. `balance`: redundant
+// paths, each entry to one of them (round robin over the live ones with room), failover as `any`.
 
 import type { Fanout as FanoutMode } from '../config/schema.js';
 import { settle } from '../core/ack.js';
@@ -24,19 +25,24 @@ export interface Fanout {
   full(): boolean;
   /** Room again: the pipeline resumes its sources. */
   belowHalf(): boolean;
-  /** `any`: moves a broken link's items (and its queue) to the live sinks; false when none is live. */
+  /** `any`, `balance`: moves a broken link's items (and its queue) to the live sinks; false when none is live. */
   failover(from: SinkRunner, items: readonly SinkItem[]): boolean;
 }
+
+/** Why `all` dropped an entry for a sink: its queue was full and it drops (`on_full = "drop"`), or its link is down (`auto`). */
+export type FanoutDropReason = 'queue_full' | 'link_down';
 
 export interface FanoutHooks {
   /** writes what a runner holds now, if it is idle */
   pump(r: SinkRunner): void;
-  /** an entry a full dropping sink could not take (`all`) */
-  dropped(r: SinkRunner): void;
+  /** an entry a full sink could not take (`all`) */
+  dropped(r: SinkRunner, reason: FanoutDropReason): void;
 }
 
 const isLive = (r: SinkRunner) => r.sink.linkUp?.() !== false;
-const isFull = (r: SinkRunner) => r.queue.length >= r.sink.bufferSize;
+/** `buffer_size` or `buffer_max_bytes` (queue and unacknowledged together) reached */
+const isFull = (r: SinkRunner) => r.queue.full;
+const isBelowHalf = (r: SinkRunner) => r.queue.belowHalf;
 
 /** An item's `paths` bit of the i-th sink; sinks past the 31st share no bit (failover may repeat to them). */
 const bit = (i: number): number => (i < 31 ? 1 << i : 0);
@@ -47,38 +53,54 @@ function push(r: SinkRunner, item: SinkItem): void {
 }
 
 export function createFanout(mode: FanoutMode, runners: readonly SinkRunner[], hooks: FanoutHooks): Fanout {
-  return mode === 'any' ? anyFanout(runners, hooks) : allFanout(runners, hooks);
+  if (mode === 'any') return anyFanout(runners, hooks);
+  if (mode === 'balance') return balanceFanout(runners, hooks);
+  return allFanout(runners, hooks);
+}
+
+/** The sinks that count for room (`any`, `balance`): the live ones, or all while none is live (still dialing). */
+function poolOf(runners: readonly SinkRunner[]): readonly SinkRunner[] {
+  const live = runners.filter(isLive);
+  return live.length > 0 ? live : runners;
+}
+
+const leastLoaded = (among: readonly SinkRunner[]): SinkRunner => among.reduce((a, b) => (b.queue.length < a.queue.length ? b : a));
+
+/**
+ * Whether a full queue of `r` pauses the sources (DESIGN.md §25): `block` always; `auto` unless its
+ * link is down while another sink of the pipeline is live; `drop` never.
+ */
+function blocksWhenFull(r: SinkRunner, runners: readonly SinkRunner[]): boolean {
+  const mode = r.sink.onFull;
+  if (mode !== 'auto') return mode === 'block';
+  if (r.sink.linkDown?.() !== true) return true;
+  for (const other of runners) if (other !== r && isLive(other) && other.sink.linkDown?.() !== true) return false;
+  return true;
 }
 
 function allFanout(runners: readonly SinkRunner[], hooks: FanoutHooks): Fanout {
-  const blocking = runners.filter((r) => r.sink.onFull === 'block');
+  const mayDrop = runners.some((r) => r.sink.onFull !== 'block');
   return {
     offer(item) {
       for (const r of runners) {
-        if (r.sink.onFull === 'drop' && r.queue.full) {
+        if (mayDrop && isFull(r) && !blocksWhenFull(r, runners)) {
           // a batch bigger than the queue must not be dropped for a sink that is idle and could take it now
           if (!r.busy) hooks.pump(r);
-          if (r.queue.full) {
-            hooks.dropped(r);
+          if (isFull(r)) {
+            hooks.dropped(r, r.sink.onFull === 'auto' ? 'link_down' : 'queue_full');
             continue;
           }
         }
         push(r, item);
       }
     },
-    full: () => blocking.some(isFull),
-    belowHalf: () => blocking.every((r) => r.queue.length < r.sink.bufferSize / 2),
+    full: () => runners.some((r) => isFull(r) && blocksWhenFull(r, runners)),
+    belowHalf: () => runners.every((r) => isBelowHalf(r) || !blocksWhenFull(r, runners)),
     failover: () => false,
   };
 }
 
 function anyFanout(runners: readonly SinkRunner[], hooks: FanoutHooks): Fanout {
-  /** the sinks that count for room: the live ones, or all while none is live (still dialing) */
-  const pool = () => {
-    const live = runners.filter(isLive);
-    return live.length > 0 ? live : runners;
-  };
-  const leastLoaded = (among: readonly SinkRunner[]) => among.reduce((a, b) => (b.queue.length < a.queue.length ? b : a));
   const took: boolean[] = runners.map(() => false);
   for (const r of runners) {
     r.counters.skipped = 0;
@@ -98,7 +120,7 @@ function anyFanout(runners: readonly SinkRunner[], hooks: FanoutHooks): Fanout {
         for (let i = 0; i < runners.length; i++) if (!isFull(runners[i]!)) any = took[i] = true;
       }
       // else the least loaded does (push never refuses; the pipeline pauses its sources at once)
-      if (!any) took[runners.indexOf(leastLoaded(pool()))] = true;
+      if (!any) took[runners.indexOf(leastLoaded(poolOf(runners)))] = true;
       for (let i = 0; i < runners.length; i++) {
         if (took[i]) {
           push(runners[i]!, item);
@@ -106,48 +128,91 @@ function anyFanout(runners: readonly SinkRunner[], hooks: FanoutHooks): Fanout {
         } else runners[i]!.counters.skipped!++;
       }
     },
-    full: () => pool().every(isFull),
-    belowHalf: () => pool().some((r) => r.queue.length < r.sink.bufferSize / 2),
-    failover(from, items) {
-      const live = runners.filter((r) => r !== from && isLive(r));
-      if (live.length === 0) return false;
-      const queued = from.queue.take(from.queue.length);
-      let moved = 0;
-      /** the least loaded live path that does not hold or has not delivered `item`; undefined when all do */
-      const newPath = (item: SinkItem): number => {
-        let best = -1;
-        for (const r of live) {
-          const i = runners.indexOf(r);
-          if ((item.paths & bit(i)) !== 0) continue;
-          if (best < 0 || r.queue.length < runners[best]!.queue.length) best = i;
-        }
-        return best;
-      };
-      for (const item of items) {
-        const i = newPath(item);
-        if (i >= 0) {
-          // the new path owes a delivery before the broken one's share is let go
-          push(runners[i]!, item);
-          item.paths |= bit(i);
-          moved++;
-        }
-        // else another path holds it or delivered it already: offering it again would send it twice
-        settle(item.ticket);
-      }
-      for (const item of queued) {
-        const i = newPath(item);
-        if (i < 0) {
-          settle(item.ticket);
-          continue;
-        }
-        // a queued item carries the broken path's share over unchanged
-        runners[i]!.queue.push(item);
-        item.paths |= bit(i);
-        moved++;
-      }
-      from.counters.failed_over! += moved;
-      for (const r of live) hooks.pump(r);
-      return true;
-    },
+    full: () => poolOf(runners).every(isFull),
+    belowHalf: () => poolOf(runners).some(isBelowHalf),
+    failover: (from, items) => failOver(runners, hooks, from, items),
   };
+}
+
+/**
+ * `balance` (DESIGN.md §25): each entry goes to one sink, the next live one with room in round
+ * robin; while none is live, the next with room (a path still dialing); when every one is full,
+ * the least loaded (the pipeline pauses its sources at once). A broken link's entries fail over
+ * as with `any`, so a dedup collector sees only the few sent twice by a failover.
+ */
+function balanceFanout(runners: readonly SinkRunner[], hooks: FanoutHooks): Fanout {
+  let next = 0;
+  for (const r of runners) r.counters.failed_over = 0;
+  /** the index of the next runner in the rotation from `next` on that `fits`; -1 when none does */
+  const nextThat = (fits: (r: SinkRunner) => boolean): number => {
+    const n = runners.length;
+    for (let k = 0; k < n; k++) {
+      const i = (next + k) % n;
+      if (fits(runners[i]!)) return i;
+    }
+    return -1;
+  };
+  const hasRoom = (r: SinkRunner) => {
+    if (isFull(r) && !r.busy) hooks.pump(r);
+    return !isFull(r);
+  };
+  return {
+    offer(item) {
+      let i = nextThat((r) => isLive(r) && hasRoom(r));
+      if (i < 0 && !runners.some(isLive)) i = nextThat(hasRoom);
+      if (i < 0) i = runners.indexOf(leastLoaded(poolOf(runners)));
+      next = (i + 1) % runners.length;
+      push(runners[i]!, item);
+      item.paths |= bit(i);
+    },
+    full: () => poolOf(runners).every(isFull),
+    belowHalf: () => poolOf(runners).some(isBelowHalf),
+    failover: (from, items) => failOver(runners, hooks, from, items),
+  };
+}
+
+/**
+ * `any` and `balance`: moves a broken link's unacknowledged `items` and its queue to the live
+ * sinks that do not hold them yet; false when no other sink is live.
+ */
+function failOver(runners: readonly SinkRunner[], hooks: FanoutHooks, from: SinkRunner, items: readonly SinkItem[]): boolean {
+  const live = runners.filter((r) => r !== from && isLive(r));
+  if (live.length === 0) return false;
+  const queued = from.queue.take(from.queue.length);
+  let moved = 0;
+  /** the least loaded live path that does not hold or has not delivered `item`; -1 when all do */
+  const newPath = (item: SinkItem): number => {
+    let best = -1;
+    for (const r of live) {
+      const i = runners.indexOf(r);
+      if ((item.paths & bit(i)) !== 0) continue;
+      if (best < 0 || r.queue.length < runners[best]!.queue.length) best = i;
+    }
+    return best;
+  };
+  for (const item of items) {
+    const i = newPath(item);
+    if (i >= 0) {
+      // the new path owes a delivery before the broken one's share is let go
+      push(runners[i]!, item);
+      item.paths |= bit(i);
+      moved++;
+    }
+    // else another path holds it or delivered it already: offering it again would send it twice
+    settle(item.ticket);
+  }
+  for (const item of queued) {
+    const i = newPath(item);
+    if (i < 0) {
+      settle(item.ticket);
+      continue;
+    }
+    // a queued item carries the broken path's share over unchanged
+    runners[i]!.queue.push(item);
+    item.paths |= bit(i);
+    moved++;
+  }
+  from.counters.failed_over! += moved;
+  for (const r of live) hooks.pump(r);
+  return true;
 }

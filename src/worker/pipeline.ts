@@ -26,6 +26,12 @@ import { createFanout, type Fanout, type SinkRunner } from './fanout.js';
 /** The types a registry knows, for the message that refuses an unknown one. */
 const validTypes = (registry: object): string => Object.keys(registry).sort().join(', ');
 
+/** While the sources are paused, how often the pipeline looks again at which full sinks block, ms. */
+const SATURATION_RECHECK_MS = 200;
+
+/** What an item weighs against `buffer_max_bytes`: its formatted line (UTF-16 units, bytes for ASCII). */
+const lineBytes = (item: SinkItem): number => item.line.length;
+
 /** Most entries handed to one sink write. */
 const MAX_BATCH = 1024;
 
@@ -96,6 +102,9 @@ class AssembledPipeline implements Pipeline {
   private pumpScheduled = false;
   private idleWaiter: (() => void) | undefined;
   private stopped: Promise<number> | undefined;
+  /** while saturated: the timer that looks again at who blocks */
+  private recheck: NodeJS.Timeout | undefined;
+  private readonly recheckLater = () => this.updateSaturation();
   /** pumpAll, bound once: scheduled after every emitted batch */
   private readonly pumpAllLater = () => this.pumpAll();
 
@@ -113,9 +122,10 @@ class AssembledPipeline implements Pipeline {
     this.buildSinks();
     this.fanout = createFanout(cfg.fanout ?? 'all', this.runners, {
       pump: (r) => this.pump(r),
-      dropped: (r) => {
+      dropped: (r, reason) => {
         this.pipelineCounters.total_dropped_by_sink++;
-        r.counters.dropped_queue_full!++;
+        if (reason === 'link_down') r.counters.dropped_link_down!++;
+        else r.counters.dropped_queue_full!++;
       },
     });
     this.wireAhead = this.runners.some((r) => r.sink.sendsWire);
@@ -140,10 +150,10 @@ class AssembledPipeline implements Pipeline {
           checkOnly: opts.checkOnly,
           node: opts.node,
           reports: opts.reports ?? false,
-          failover: cfg.fanout === 'any' ? (items) => !!ref.sink && this.failover(ref.sink, items) : undefined,
+          failover: cfg.fanout === 'any' || cfg.fanout === 'balance' ? (items) => !!ref.sink && this.failover(ref.sink, items) : undefined,
         });
         ref.sink = sink;
-        this.runners.push({ sink, queue: new BoundedQueue(sink.bufferSize), counters: { total_processed: 0, dropped_queue_full: 0, abandoned: 0 }, busy: false });
+        this.runners.push({ sink, queue: new BoundedQueue<SinkItem>(sink.bufferSize, sink.bufferMaxBytes, lineBytes, sink.heldBytes ? () => sink.heldBytes!() : undefined), counters: { total_processed: 0, dropped_queue_full: 0, dropped_link_down: 0, abandoned: 0 }, busy: false });
         if (!opts.checkOnly) opts.log.info({ pipeline: cfg.name, plugin: plugin.id, type: plugin.type }, 'Created sink instance');
       } catch (err) {
         this.errors.push(...errorMessages(err));
@@ -191,12 +201,20 @@ class AssembledPipeline implements Pipeline {
   private updateSaturation(): void {
     if (!this.saturated && this.fanout.full()) {
       this.saturated = true;
+      // a link that goes down (or comes back) changes who blocks (`on_full = "auto"`, DESIGN.md
+      // §25) without a queue moving: while paused, look again a few times a second
+      if (!this.stopping && !this.recheck) {
+        this.recheck = setInterval(this.recheckLater, SATURATION_RECHECK_MS);
+        this.recheck.unref();
+      }
       if (!this.paused) {
         this.paused = true;
         for (const s of this.sources) s.pause?.();
       }
     } else if (this.saturated && this.fanout.belowHalf()) {
       this.saturated = false;
+      clearInterval(this.recheck);
+      this.recheck = undefined;
       if (this.paused && !this.stopping) {
         this.paused = false;
         for (const s of this.sources) s.resume?.();
@@ -294,7 +312,7 @@ class AssembledPipeline implements Pipeline {
     }
   }
 
-  /** `fanout = "any"`: a sink whose link broke hands over what it holds */
+  /** `fanout = "any"` or `"balance"`: a sink whose link broke hands over what it holds */
   private failover(sink: Sink, items: SinkItem[]): boolean {
     const r = this.runners.find((x) => x.sink === sink);
     if (!r || this.stopping) return false;
@@ -319,6 +337,8 @@ class AssembledPipeline implements Pipeline {
 
   private async drainAndClose(timeoutMs: number): Promise<number> {
     this.stopping = true;
+    clearInterval(this.recheck);
+    this.recheck = undefined;
     const deadline = Date.now() + timeoutMs;
     await Promise.all(this.sources.map((s) => s.stop(deadline).catch(() => undefined)));
     this.pumpAll();

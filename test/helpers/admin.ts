@@ -23,6 +23,7 @@ export interface AdminStatus {
       state: string;
       pid: number | null;
       restarts: number;
+      resident_memory_bytes: number | null;
       counters: { flow: Record<string, number>; rate_limit?: Record<string, number>; sources: Record<string, Record<string, number>>; sinks: Record<string, Record<string, number>> };
       types: { sources: Record<string, string>; sinks: Record<string, string> };
       filtered_entries: number;

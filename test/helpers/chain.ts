@@ -1,8 +1,9 @@
 // Test helpers for chain links: numbered entries fed to a sender's stdin and read back at the
 // receiver, and the TOML of chain sources, sinks and the usual sender/receiver nodes.
 
+import { type AddressInfo, createServer } from 'node:net';
 import type { Writable } from 'node:stream';
-import { killWithWorkers, type nodeStarter, type RunningNode, waitFor, waitReady, within } from './node.js';
+import { killWithWorkers, type nodeStarter, type RunningNode, type Teardown, waitFor, waitReady, within } from './node.js';
 import { localPluginToml } from './toml.js';
 
 export type ChainLink = 'tcp_chain' | 'http_chain';
@@ -167,4 +168,21 @@ export async function killReceiverMidStream(start: Starter, receiverToml: string
   const seen = new Map<number, number>();
   await waitFor(() => countNumbered(seen, [b1.out, b2.out]) >= total, `every entry at least once of ${total}`, 45_000);
   return { a, b1, b2, firstRun, seen };
+}
+
+/**
+ * A chain peer on 127.0.0.1 that answers `{"ok":1}` to every hello, reads everything and never
+ * acknowledges an entry (a sender then holds what it sent); closed in the test's teardown. Its port.
+ */
+export async function mutePeer(t: Teardown): Promise<number> {
+  const server = createServer((socket) => {
+    socket.once('data', () => socket.write('{"ok":1}\n'));
+    socket.on('error', () => undefined);
+    socket.resume();
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  t.teardown(() => {
+    server.close();
+  });
+  return (server.address() as AddressInfo).port;
 }

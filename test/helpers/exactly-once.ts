@@ -87,7 +87,7 @@ ${chainSourceToml('in', 'tcp_chain', port, 'buffer_size = 2000\n')}${downstream
 }
 
 export interface EdgeOptions {
-  readonly fanout?: 'all' | 'any';
+  readonly fanout?: 'all' | 'any' | 'balance';
   readonly dataDir?: string;
   /** chain sink buffer_size (default 2000) */
   readonly bufferSize?: number;

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import test from 'ava';
 import { DROP_REASONS } from '../../src/core/drops.js';
 import { FAMILY_NAMES } from '../../src/primary/metrics.js';
-import { chainReceiverToml, chainSinkToml, QUICK_BACKOFF } from '../helpers/chain.js';
+import { chainReceiverToml, chainSinkToml, mutePeer, QUICK_BACKOFF } from '../helpers/chain.js';
 import { adminRequest, adminStatus, type Family, parseExposition, sampleValue } from '../helpers/admin.js';
 import { freePort, type RunningNode, sleep, startOwnedNode, type Teardown, tempDir, waitFor } from '../helpers/node.js';
 import { makePki } from '../helpers/pki.js';
@@ -26,15 +26,26 @@ const OWN_LABELS: Readonly<Record<string, readonly string[]>> = {
   logrelay_fleet_nodes: ['state'],
   logrelay_fleet_node_last_seen_timestamp_seconds: ['node'],
   logrelay_fleet_node_lag_bytes: ['node'],
+  logrelay_link_bytes_total: ['stage'],
 };
 
 const adminHead = (port: number, extra = '') => `shutdown_timeout_ms = ${extra.includes('shutdown_timeout_ms') ? '' : '1000\n'}${extra}\n[admin]\nport = ${port}\n`;
 
-/** Starts a node whose admin endpoint listens on a free port; resolves once /readyz says 200. */
+/**
+ * Starts a node whose admin endpoint listens on a free port; resolves once /readyz says 200, or,
+ * for a node with a dead link (never ready), once /readyz answers 503 naming only `link_down`.
+ */
 async function startWithAdmin(t: Teardown, pipelines: string, head = ''): Promise<{ node: RunningNode; port: number }> {
   const port = await freePort();
   const node = startOwnedNode(t, `${head || adminHead(port)}${head ? `\n[admin]\nport = ${port}\n` : ''}${pipelines}`);
-  await waitFor(async () => (await adminRequest(port, '/readyz').catch(() => ({ status: 0 }))).status === 200, 'node ready', 30_000);
+  const started = async () => {
+    const res = await adminRequest(port, '/readyz').catch(() => ({ status: 0, body: '' }));
+    if (res.status === 200) return true;
+    if (res.status !== 503) return false;
+    const states = Object.values((JSON.parse(res.body) as { pipelines: Record<string, string> }).pipelines);
+    return states.length > 0 && states.every((s) => s === 'running' || s === 'link_down') && states.includes('link_down');
+  };
+  await waitFor(started, 'node ready (or running with a dead link)', 30_000);
   return { node, port };
 }
 
@@ -142,12 +153,12 @@ test.serial('Entries dropped: one WARN with reason and count within a second of 
 });
 
 test.serial('/readyz: 503 during crash backoff and reload handover, 200 otherwise; /livez 200 throughout', async (t) => {
-  const deadPort = await freePort();
+  const mutePort = await mutePeer(t);
   const { node, port } = await startWithAdmin(
     t,
     pipeline('app', `${randomSourceToml('interval_ms = 50')}${sinkToml('out', 'null')}`) +
-      // Held entries the dead peer never acknowledges keep the old generation draining for 3 s.
-      pipeline('held', `${randomSourceToml('interval_ms = 20\nentries_per_tick = 5')}${localPluginToml('sinks', 'link', 'tcp_chain', deadPort, 'node = "t"\nbackoff_min_ms = 100\nbackoff_max_ms = 200\n')}`),
+      // Held entries the peer never acknowledges keep the old generation draining for 3 s.
+      pipeline('held', `${randomSourceToml('interval_ms = 20\nentries_per_tick = 5')}${localPluginToml('sinks', 'link', 'tcp_chain', mutePort, 'node = "t"\nbackoff_min_ms = 100\nbackoff_max_ms = 200\n')}`),
     'shutdown_timeout_ms = 3000\n',
   );
   const live: number[] = [];
@@ -165,7 +176,11 @@ test.serial('/readyz: 503 during crash backoff and reload handover, 200 otherwis
     const res = await adminRequest(port, '/readyz');
     return { status: res.status, body: JSON.parse(res.body) as { ready: boolean; pipelines?: Record<string, string> } };
   };
-  t.deepEqual(await readyz(), { status: 200, body: { ready: true } });
+  // ready once the link to the peer is up
+  t.deepEqual(await waitFor(async () => {
+    const r = await readyz();
+    return r.status === 200 ? r : undefined;
+  }, '/readyz 200 with the link up'), { status: 200, body: { ready: true } });
 
   // Crash: SIGKILL the app worker; readiness drops while it waits in backoff, then comes back.
   const pid = await waitFor(async () => (await adminStatus(port)).pipelines.app!.pid, 'app worker pid');

@@ -101,7 +101,9 @@ test.serial('a peer answering 413 makes the sink drop batches with an ERROR; a 5
   const refusing = await fakePeer(() => ({ status: 413 }));
   const bodies: string[] = [];
   const busy = await fakePeer((n, req, body): Answer => {
-    if (n < 3) return { status: 503, headers: { 'Retry-After': '1' } };
+    // request 0 is the sink's first contact at start, an empty batch (before any entry)
+    if (n === 0) return body === '' ? { status: 204, headers: { 'X-Logrelay-Accepted': '0' } } : { status: 500 };
+    if (n < 4) return { status: 503, headers: { 'Retry-After': '1' } };
     t.is(req.headers['x-logrelay-protocol'], '1');
     t.is(req.headers['x-logrelay-node'], 'edge-h');
     t.is(req.headers['content-type'], 'application/x-ndjson');

@@ -2,18 +2,17 @@ import test from 'ava';
 import fc from 'fast-check';
 import {
   ackLine,
+  acceptFor,
   decodeEntry,
   encodeEntry,
   errorLine,
-  acceptOf,
   helloLine,
   isReportLine,
-  offerOf,
-  okLine,
   reportLine,
   reportOfLine,
   LineSplitter,
   OK_LINE,
+  okLine,
   parseHello,
   parseServerLine,
   trailingIdOf,
@@ -42,15 +41,15 @@ test('hello, ok, error and ack lines have the v1 shapes', (t) => {
 });
 
 test('hello offer and accept: only what is offered and supported is accepted, unknown features ignored, no offer reads as before', (t) => {
-  t.is(helloLine('e', offerOf({ report: 1, compression: undefined })), '{"logrelay":1,"node":"e","offer":{"report":1}}\n');
-  t.is(helloLine('e', offerOf({ report: undefined })), '{"logrelay":1,"node":"e"}\n');
+  t.is(helloLine('e', { report: 1, compression: undefined }), '{"logrelay":1,"node":"e","offer":{"report":1}}\n');
+  t.is(helloLine('e', { report: undefined }), '{"logrelay":1,"node":"e"}\n');
   const hello = parseHello('{"logrelay":1,"node":"e","offer":{"report":1,"teleport":["x"]}}');
   t.true(hello.ok);
-  const accept = acceptOf(hello.ok ? hello.offer : {});
+  const accept = acceptFor(hello.ok ? hello.offer : {}, { report: [1] });
   t.deepEqual(accept, { report: 1 });
   t.is(okLine(accept), '{"ok":1,"accept":{"report":1}}\n');
-  t.is(okLine(acceptOf({})), '{"ok":1}\n');
-  t.deepEqual(acceptOf({ report: 2 }), {}, 'a report version this node does not speak is not accepted');
+  t.is(okLine(acceptFor({}, { report: [1] })), '{"ok":1}\n');
+  t.deepEqual(acceptFor({ report: 2 }, { report: [1] }), {}, 'a report version this node does not speak is not accepted');
   t.deepEqual(parseServerLine('{"ok":1,"accept":{"report":1}}'), { kind: 'ok', accept: { report: 1 } });
   // report control lines are told from entry lines by their start
   const line = reportLine({ node: 'e', interval_ms: 1000, pipelines: [], via: [] });
@@ -59,8 +58,24 @@ test('hello offer and accept: only what is offered and supported is accepted, un
   t.false(isReportLine('{"time":"2024-01-01T00:00:00.000Z","source":"a","message":"{\\"report\\":1}"}'));
 });
 
+test('hello offer and accept: one feature per key, the first offered choice supported, unknown keys and junk ignored', (t) => {
+  t.is(helloLine('e', {}), '{"logrelay":1,"node":"e"}\n', 'nothing offered: the v1 hello');
+  t.is(helloLine('e', { compression: [] }), '{"logrelay":1,"node":"e"}\n');
+  t.is(helloLine('e', { compression: ['zstd', 'gzip'], report: [1] }), '{"logrelay":1,"node":"e","offer":{"compression":["zstd","gzip"],"report":[1]}}\n');
+  const offer = (parseHello('{"logrelay":1,"node":"e","offer":{"compression":["zstd","gzip"],"report":[1],"teleport":["yes"]}}') as { offer: unknown }).offer;
+  t.deepEqual(acceptFor(offer, { compression: ['gzip'] }), { compression: 'gzip' });
+  t.deepEqual(acceptFor(offer, { compression: ['gzip'], report: [1] }), { compression: 'gzip', report: 1 });
+  t.deepEqual(acceptFor(offer, { compression: ['lz4'] }), {}, 'nothing in common: declined');
+  t.deepEqual(acceptFor(undefined, { compression: ['gzip'] }), {}, 'no offer');
+  t.deepEqual(acceptFor('junk', { compression: ['gzip'] }), {});
+  t.deepEqual(acceptFor({ compression: 'gzip' }, { compression: ['gzip'] }), { compression: 'gzip' }, 'one value offered is one choice');
+  t.is(okLine({}), '{"ok":1}\n');
+  t.is(okLine({ compression: 'gzip' }), '{"ok":1,"accept":{"compression":"gzip"}}\n');
+  t.deepEqual(parseServerLine('{"ok":1,"accept":{"compression":"gzip","x":{"y":1}}}'), { kind: 'ok', accept: { compression: 'gzip' } });
+});
+
 test('parseHello accepts version 1 only', (t) => {
-  t.deepEqual(parseHello('{"logrelay":1,"node":"a"}'), { ok: true, node: 'a', offer: {} });
+  t.deepEqual(parseHello('{"logrelay":1,"node":"a"}'), { ok: true, node: 'a', offer: undefined });
   t.false(parseHello('{"logrelay":99,"node":"a"}').ok);
   t.false(parseHello('not json').ok);
   t.false(parseHello('{"node":"a"}').ok);

@@ -10,7 +10,7 @@ import { createFanout, type SinkRunner } from '../../src/worker/fanout.js';
 
 function runner(id: string, bufferSize: number, onFull: OnFull = 'drop', live = () => true): SinkRunner {
   return {
-    sink: { id, type: 'test', counters: {}, bufferSize, onFull, write() {}, async close() {}, linkUp: live },
+    sink: { id, type: 'test', counters: {}, bufferSize, bufferMaxBytes: 1 << 24, onFull, write() {}, async close() {}, linkUp: live },
     queue: new BoundedQueue<SinkItem>(bufferSize),
     counters: { total_processed: 0 },
     busy: true, // nothing is written meanwhile: the queues only fill
@@ -139,4 +139,98 @@ test('any: failover never offers an item to a path that holds it or delivered it
   t.true(g.failover(a, []));
   t.is(c.queue.length, 1);
   t.is(a.counters.failed_over, 1);
+});
+
+/** A runner whose link is down (`linkDown`) while `down()` says so. */
+function autoRunner(id: string, bufferSize: number, down: () => boolean): SinkRunner {
+  const r = runner(id, bufferSize, 'auto', () => !down());
+  return { ...r, sink: { ...r.sink, linkDown: down } };
+}
+
+test('all, auto: a full sink blocks while its link is up or no other sink is live; a dead one beside a live one drops, as link_down', (t) => {
+  let aDown = false;
+  const a = autoRunner('a', 2, () => aDown);
+  const reasons: string[] = [];
+  const f = createFanout('all', [a], { pump: () => {}, dropped: (_r, reason) => reasons.push(reason) });
+  f.offer(item());
+  f.offer(item());
+  t.true(f.full(), 'link up: a full auto sink pauses the sources');
+  aDown = true;
+  f.offer(item());
+  t.true(f.full(), 'link down but no other sink: it still blocks');
+  t.deepEqual(reasons, []);
+
+  let bDown = false;
+  const b = autoRunner('b', 2, () => bDown);
+  const live = runner('live', 100);
+  const g = createFanout('all', [b, live], { pump: () => {}, dropped: (_r, reason) => reasons.push(reason) });
+  g.offer(item());
+  g.offer(item());
+  t.true(g.full());
+  bDown = true;
+  t.false(g.full(), 'a dead link beside a live sink no longer pauses the pipeline');
+  g.offer(item());
+  t.deepEqual(reasons, ['link_down']);
+  t.is(live.queue.length, 3);
+  bDown = false;
+  t.true(g.full(), 'back up: it blocks again');
+});
+
+test('balance: each item goes to one sink, round robin over the live ones with room; a dead or full one is passed over', (t) => {
+  let bLive = true;
+  const a = runner('a', 3);
+  const b = runner('b', 3, 'drop', () => bLive);
+  const c = runner('c', 3);
+  const f = createFanout('balance', [a, b, c], { pump: () => {}, dropped: () => t.fail('balance never drops') });
+  const ticket: Ticket = { pending: 0, done: () => {} };
+  for (let i = 0; i < 3; i++) f.offer(item(ticket));
+  t.deepEqual([a.queue.length, b.queue.length, c.queue.length], [1, 1, 1]);
+  t.is(ticket.pending, 3, 'one delivery owed per item');
+  bLive = false;
+  for (let i = 0; i < 2; i++) f.offer(item(ticket));
+  t.deepEqual([a.queue.length, b.queue.length, c.queue.length], [2, 1, 2], 'the dead path gets nothing');
+  f.offer(item());
+  f.offer(item());
+  t.deepEqual([a.queue.length, c.queue.length], [3, 3]);
+  t.true(f.full(), 'every live path is full: the sources pause (the dead one has room but does not count)');
+  bLive = true;
+  t.false(f.full(), 'a live path with room: no pause');
+  f.offer(item());
+  t.is(b.queue.length, 2, 'the only one with room takes it');
+});
+
+test('balance: sources pause only when every live path is full, and resume when one is below half', (t) => {
+  const a = runner('a', 2);
+  const b = runner('b', 2);
+  const f = createFanout('balance', [a, b], { pump: () => {}, dropped: () => t.fail('balance never drops') });
+  f.offer(item());
+  f.offer(item());
+  f.offer(item());
+  t.false(f.full(), 'one path still has room');
+  f.offer(item());
+  t.true(f.full());
+  a.queue.take(2);
+  t.true(f.belowHalf());
+});
+
+test('balance: a broken link hands its unacknowledged items and its queue to a live path', (t) => {
+  let aLive = true;
+  const a = runner('a', 10, 'drop', () => aLive);
+  const b = runner('b', 10);
+  const f = createFanout('balance', [a, b], { pump: () => {}, dropped: () => t.fail('balance never drops') });
+  let done = 0;
+  const ticket: Ticket = { pending: 0, done: () => done++ };
+  const items = Array.from({ length: 4 }, () => item(ticket));
+  for (const it of items) f.offer(it);
+  t.deepEqual([a.queue.length, b.queue.length], [2, 2]);
+  const held = a.queue.take(1); // "sent", unacknowledged
+  aLive = false;
+  t.true(f.failover(a, held));
+  t.is(a.queue.length, 0);
+  t.is(b.queue.length, 4, 'the held item and the queued one moved over');
+  t.is(a.counters.failed_over, 2);
+  // the broken path's share of the held item was let go; the queued one carried its share over
+  t.is(ticket.pending, 4);
+  for (const it of b.queue.take(4)) settleTicket(it.ticket);
+  t.is(ticket.pending, 0);
 });

@@ -235,7 +235,7 @@ test('chain sinks dial Services of the manifests, on ports that reach a chain so
   const edge = configOf(all.find((w) => w.kind === 'DaemonSet')!);
   const hosts = pluginsOf(edge, 'plugin_sinks').map((s) => String(s.config.host));
   t.is(new Set(hosts).size, 2, 'the edge dials two different relays');
-  t.true(edge.pipelines.every((p) => p.fanout === 'any'), 'edge: fanout = "any"');
+  t.true(edge.pipelines.every((p) => p.fanout === 'balance'), 'edge: fanout = "balance"');
   const collector = configOf(all.find((w) => w.name === 'collector')!);
   t.true(collector.pipelines.every((p) => p.flow.dedup?.enabled), 'collector: dedup');
   const relay = all.find((w) => w.name === 'relay')!;
