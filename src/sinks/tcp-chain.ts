@@ -142,7 +142,17 @@ export const createTcpChainSink: SinkFactory = (plugin, ctx): Sink => {
       counters.reports_dropped += r.count;
       return;
     }
-    socket.write(r.text);
+    // a report goes where the entries go: into the compressed stream when the link has one
+    const bytes = Buffer.from(r.text);
+    counters.bytes_raw += bytes.length;
+    const z = compressor;
+    if (z) {
+      z.stream.write(bytes);
+      z.flush();
+    } else {
+      counters.bytes_sent += bytes.length;
+      socket.write(bytes);
+    }
     counters.reports_sent += r.count;
   };
 
