@@ -20,7 +20,8 @@ import type { Sink, SinkItem } from '../sinks/types.js';
 import { sourceFactory, SOURCES } from '../sources/index.js';
 import type { Source } from '../sources/types.js';
 import { DoneIds, openTicket } from './acks.js';
-import { createFanout, type Fanout, type SinkRunner } from './fanout.js';
+import type { Fanout, SinkRunner } from './fanout.js';
+import { createRoutedFanout, transformCounters } from './routes.js';
 
 /** The types a registry knows, for the message that refuses an unknown one. */
 const validTypes = (registry: object): string => Object.keys(registry).sort().join(', ');
@@ -79,7 +80,7 @@ class AssembledPipeline implements Pipeline {
   private readonly flow: Flow | undefined;
   private readonly runners: SinkRunner[] = [];
   private readonly fanout: Fanout;
-  private readonly pipelineCounters = { total_dropped_by_sink: 0 };
+  private readonly pipelineCounters: { total_dropped_by_sink: number; unrouted?: number } = { total_dropped_by_sink: 0 };
   private readonly journal: DoneIds | undefined;
   /** a sink sends chain lines: the pipeline writes them ahead (see emitBatch) */
   private readonly wireAhead: boolean;
@@ -98,19 +99,19 @@ class AssembledPipeline implements Pipeline {
   ) {
     this.name = cfg.name;
     try {
-      this.flow = createFlow(cfg.flow, opts.debug ? opts.log.child({ pipeline: cfg.name }) : undefined);
+      this.flow = createFlow(cfg.flow, opts.debug ? opts.log.child({ pipeline: cfg.name }) : undefined, { pipeline: cfg.name, at: 'flow', log: opts.log });
     } catch (err) {
       this.errors.push(...errorMessages(err));
     }
     this.journal = this.flow?.dedup ? new DoneIds(cfg.flow.dedup!.window_entries) : undefined;
     this.buildSinks();
-    this.fanout = createFanout(cfg.fanout ?? 'all', this.runners, {
+    this.fanout = createRoutedFanout(cfg.fanout ?? 'all', this.runners, cfg.plugin_sinks, {
       pump: (r) => this.pump(r),
       dropped: (r) => {
         this.pipelineCounters.total_dropped_by_sink++;
         r.counters.dropped_queue_full!++;
       },
-    });
+    }, { counters: this.pipelineCounters });
     this.wireAhead = this.runners.some((r) => r.sink.sendsWire);
     this.buildSources();
     this.sinks = this.runners.map((r) => r.sink);
@@ -135,7 +136,7 @@ class AssembledPipeline implements Pipeline {
           failover: cfg.fanout === 'any' ? (items) => !!ref.sink && this.failover(ref.sink, items) : undefined,
         });
         ref.sink = sink;
-        this.runners.push({ sink, queue: new BoundedQueue(sink.bufferSize), counters: { total_processed: 0, dropped_queue_full: 0, abandoned: 0 }, busy: false });
+        this.runners.push({ sink, queue: new BoundedQueue(sink.bufferSize), counters: { total_processed: 0, dropped_queue_full: 0, abandoned: 0 }, busy: false, slot: this.runners.length });
         if (!opts.checkOnly) opts.log.info({ pipeline: cfg.name, plugin: plugin.id, type: plugin.type }, 'Created sink instance');
       } catch (err) {
         this.errors.push(...errorMessages(err));
@@ -342,11 +343,13 @@ class AssembledPipeline implements Pipeline {
     const flow = this.flow!;
     const out: PipelineCounters = {
       total_dropped_by_sink: this.pipelineCounters.total_dropped_by_sink,
+      ...(this.pipelineCounters.unrouted === undefined ? {} : { unrouted: this.pipelineCounters.unrouted }),
       flow: { ...flow.counters },
       sources: {},
       sinks: {},
     };
     if (flow.rateLimiter) out.rate_limit = { ...flow.rateLimiter.counters };
+    if (flow.transforms) out.transforms = transformCounters(flow.transforms);
     for (const s of this.sources) out.sources[s.id] = { ...s.counters };
     for (const r of this.runners) out.sinks[r.sink.id] = { ...r.sink.counters, ...r.counters };
     return out;
