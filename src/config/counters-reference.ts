@@ -7,6 +7,7 @@ import { DROP_REASONS } from '../core/drops.js';
 import { METRIC_FAMILIES } from '../primary/metrics.js';
 import { SINK_SPECS } from '../sinks/index.js';
 import { SOURCE_SPECS } from '../sources/index.js';
+import { TRANSFORM_SPECS } from '../transform/spec.js';
 
 /** Who keeps a counter: every plugin of the section's kind, or the listed types. */
 export type Owners = 'every' | readonly string[];
@@ -24,7 +25,7 @@ export interface CounterDecl {
 
 export interface CounterSection {
   /** the component kind in `/status` and the status report: sources, sinks, flow, rate_limit, pipeline */
-  readonly kind: 'sources' | 'sinks' | 'flow' | 'rate_limit' | 'pipeline';
+  readonly kind: 'sources' | 'sinks' | 'flow' | 'rate_limit' | 'transforms' | 'pipeline';
   readonly title: string;
   readonly counters: readonly CounterDecl[];
 }
@@ -145,9 +146,27 @@ export const COUNTER_SECTIONS: readonly CounterSection[] = [
     ],
   },
   {
+    kind: 'transforms',
+    title: 'Transform steps',
+    counters: [
+      { name: 'processed', owners: 'every', doc: 'entries the step ran on (its `when` held, or it has none)' },
+      {
+        name: 'parse_failed',
+        owners: ['parse'],
+        doc: 'text that did not parse, was not text, or was over `max_bytes`; the entry was kept, dropped or tagged as `on_error` says (a drop is not a loss)',
+      },
+      { name: 'bad_values', owners: ['parse', 'set', 'rename'], doc: 'values that did not convert (`types`) or that `time` or `level` would not take; the old value stays' },
+      { name: 'redacted', owners: ['redact'], doc: 'matches replaced' },
+      { name: 'dropped', owners: ['drop'], doc: 'entries dropped on purpose; done at once, not a loss' },
+      { name: 'sampled_out', owners: ['sample'], doc: 'entries left out by sampling; done at once, not a loss' },
+      { name: 'throttled', owners: ['throttle'], doc: 'entries over their key\u2019s rate, dropped (WARN `Entries throttled` at most once a minute per key); done at once, not a loss' },
+    ],
+  },
+  {
     kind: 'pipeline',
     title: 'Pipeline',
     counters: [
+      { name: 'unrouted', owners: 'every', when: 'with sink routes (`when`, `else`)', doc: 'entries no sink\u2019s route took (no `when` held and no `else` sink); done at once, not a loss' },
       {
         name: 'total_dropped_by_sink',
         owners: 'every',
@@ -231,6 +250,7 @@ const METRIC_SOURCES: Readonly<Record<string, string>> = {
   logrelay_dropped_entries_total: `losses by reason (${DROP_REASONS.map((r) => `\`${r}\``).join(', ')}): \`queue_full\` (\`dropped_queue_full\`), \`source_saturated\` (\`dropped_entries\`), \`rate_limited\` (\`dropped_total\` − \`dropped_by_size_total\`), \`oversize\` (\`dropped_by_size_total\`), \`client_slow\` (\`tcp\`/\`http\` \`dropped_writes\`), \`write_failed\` (\`stdout\`/\`file\` \`dropped_writes\`), \`batch_rejected\` (\`dropped_batches\`), \`abandoned\`, \`buffer_full\` (\`dropped_buffer_full\`)`,
   logrelay_filtered_entries_total: 'entries the filters took out',
   logrelay_duplicates_dropped_total: '`duplicates_dropped`',
+  logrelay_transform_events_total: 'per step id (`component`), its counters: `processed`, `parse_failed`, `redacted`, `dropped`, `sampled_out`, `throttled`, `bad_values`',
   logrelay_parse_errors_total: '`parse_errors`',
   logrelay_rejected_connections_total: 'reasons `max_connections` (`rejected_conns`/`rejected_clients`), `auth` (`auth_rejected`), `tls` (`tls_handshake_errors`)',
   logrelay_clients: '`active_clients`, `active_connections`',
@@ -246,7 +266,7 @@ const METRIC_SOURCES: Readonly<Record<string, string>> = {
 };
 
 const typesOf = (kind: CounterSection['kind']): readonly string[] =>
-  kind === 'sources' ? Object.keys(SOURCE_SPECS) : kind === 'sinks' ? Object.keys(SINK_SPECS) : [kind];
+  kind === 'sources' ? Object.keys(SOURCE_SPECS) : kind === 'sinks' ? Object.keys(SINK_SPECS) : kind === 'transforms' ? Object.keys(TRANSFORM_SPECS) : [kind];
 
 /**
  * Every declared counter as `kind/type/name`; a counter that exists only under a condition
@@ -273,7 +293,9 @@ const ownerText = (s: CounterSection, c: CounterDecl): string => {
           ? 'every sink'
           : s.kind === 'rate_limit'
             ? 'rate limiter'
-            : s.kind
+            : s.kind === 'transforms'
+              ? 'every step'
+              : s.kind
       : `${c.owners.map((o) => `\`${o}\``).join(', ')}`;
   return c.when ? `${who} ${c.when}` : who;
 };
