@@ -230,6 +230,12 @@ export const COUNTER_SECTIONS: readonly CounterSection[] = [
         owners: ['http_chain', 'otlp'],
         doc: '`http_chain`: batches the peer refused for good (a status other than 408, 429, 5xx), each logged ERROR; `otlp`: entries (not batches) the receiver refused: a status other than 2xx, 429, 502, 503, 504 or a 413 of a single entry (ERROR `OTLP export rejected`), and `partial_success.rejected_log_records` (WARN `OTLP records rejected`); metric reason `batch_rejected`',
       },
+      {
+        name: 'dead_lettered',
+        owners: ['http_chain', 'otlp', 'file'],
+        when: 'with `dead_letter`',
+        doc: 'entries this sink gave up on for good (`http_chain`: a permanent status; `otlp`: a rejected or partly rejected request; `file`: a failed write, tried twice) and handed to its dead letter sink with `fields.dead_letter`; not a loss, not in `dropped_batches`',
+      },
       { name: 'retries', owners: ['otlp'], doc: 'requests that failed and will be sent again (429, 502, 503, 504, timeouts, network errors)' },
       { name: 'published', owners: ['nats'], doc: 'entries JetStream acknowledged (in batches of up to `max_batch_count` per message)' },
       { name: 'retried', owners: ['nats'], doc: 'entries published again in their batch (no acknowledgement within `request_timeout_ms`, an error reply, no stream yet, or a reconnect)' },

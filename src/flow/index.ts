@@ -26,6 +26,8 @@ export interface Flow {
   seen(id: string, now: number): boolean;
   /** The formatted line, or undefined when the entry is dropped (counted). */
   process(entry: Entry, now: number): string | undefined;
+  /** The pipeline's formatter alone (a dead letter's line). */
+  format(entry: Entry): string;
 }
 
 /** Where the flow runs: names the transform steps' faults and warnings. */
@@ -54,6 +56,7 @@ export function createFlow(cfg: FlowConfig, debugLog?: Logger, place?: FlowPlace
     counters,
     rateLimiter: limiter,
     transforms,
+    format,
     dedup,
     seen(id, now) {
       if (!dedup?.has(id, now)) return false;

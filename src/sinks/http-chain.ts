@@ -11,6 +11,7 @@ import type { PluginSpec } from '../config/spec.js';
 import { defaultNode, HEADER_NODE, HEADER_PROTOCOL, NDJSON, PROTOCOL_VERSION } from '../chain/protocol.js';
 import { eachWireRun, encodeWire, type WireItem, wireItems } from '../chain/wire.js';
 import { settle, type Ticket } from '../core/ack.js';
+import type { Entry } from '../core/entry.js';
 import { errorMessage } from '../core/errors.js';
 import { clientTlsOptions } from '../net/tls.js';
 import { createLinkState } from '../chain/link-state.js';
@@ -35,6 +36,8 @@ interface Batch {
    * while the next node answers never outlive the young generation.
    */
   readonly tickets: (Ticket | undefined)[];
+  /** the entries, kept only when the sink has a dead letter sink to hand them to */
+  readonly entries?: Entry[];
 }
 
 /**
@@ -117,7 +120,8 @@ export const createHttpChainSink: SinkFactory = (plugin, ctx): Sink => {
     clearTimeout(flushTimer);
     flushTimer = undefined;
     if (building.length === 0) return;
-    ready.push({ ...bodyOf(building), count: building.length, tickets: building.map((item) => item.ticket) });
+    const entries = ctx.deadLetter ? building.map((item) => item.entry) : undefined;
+    ready.push({ ...bodyOf(building), count: building.length, tickets: building.map((item) => item.ticket), ...(entries ? { entries } : {}) });
     readyEntries += building.length;
     building = [];
     buildingBytes = 0;
@@ -195,6 +199,15 @@ export const createHttpChainSink: SinkFactory = (plugin, ctx): Sink => {
           done(batch);
         } else if (isRetryable(status)) {
           retry(batch, `HTTP ${status}`, retryAfterMs(res));
+        } else if (ctx.deadLetter && batch.entries) {
+          // refused for good: the dead letter sink takes the entries before their tickets are let go
+          ctx.deadLetter(
+            batch.entries.map((entry, i) => ({ entry, ticket: batch.tickets[i] })),
+            'rejected',
+            status,
+          );
+          log.warn({ remote: `${cfg.host}:${cfg.port}`, status, entries: batch.count }, 'Chain batch rejected by peer, sent to the dead letter sink');
+          done(batch);
         } else {
           counters.dropped_batches++;
           log.error({ remote: `${cfg.host}:${cfg.port}`, status, entries: batch.count }, 'Chain batch rejected by peer, dropped');

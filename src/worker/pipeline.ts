@@ -6,7 +6,7 @@ import { withBuffer } from '../buffer/source.js';
 import type { PipelineConfig } from '../config/schema.js';
 import { encodeWire, type WireItem, wireItem } from '../chain/wire.js';
 import { settle, settleAll } from '../core/ack.js';
-import type { PipelineCounters } from '../core/counters.js';
+import type { Counters, PipelineCounters } from '../core/counters.js';
 import type { Entry } from '../core/entry.js';
 import { errorMessage, errorMessages } from '../core/errors.js';
 import type { Logger } from '../core/log.js';
@@ -16,7 +16,7 @@ import type { DedupWindow } from '../flow/dedup.js';
 import { createFlow, type Flow } from '../flow/index.js';
 import type { PipelinePositions } from '../ipc/messages.js';
 import { sinkFactory, SINKS } from '../sinks/index.js';
-import type { Sink, SinkItem } from '../sinks/types.js';
+import type { DeadLetterItem, Sink, SinkItem } from '../sinks/types.js';
 import { sourceFactory, SOURCES } from '../sources/index.js';
 import type { Source } from '../sources/types.js';
 import { DoneIds, openTicket } from './acks.js';
@@ -128,15 +128,19 @@ class AssembledPipeline implements Pipeline {
       try {
         const log = opts.log.child({ pipeline: cfg.name, plugin: plugin.id });
         const ref: { sink?: Sink } = {};
+        const deadLetterId = plugin.dead_letter;
         const sink = factory(plugin, {
           pipeline: cfg.name,
           log,
           checkOnly: opts.checkOnly,
           node: opts.node,
           failover: cfg.fanout === 'any' ? (items) => !!ref.sink && this.failover(ref.sink, items) : undefined,
+          ...(deadLetterId === undefined ? {} : { deadLetter: (items, reason, status) => this.deadLetter(plugin.id, deadLetterId, items, reason, status) }),
         });
         ref.sink = sink;
-        this.runners.push({ sink, queue: new BoundedQueue(sink.bufferSize), counters: { total_processed: 0, dropped_queue_full: 0, abandoned: 0 }, busy: false, slot: this.runners.length });
+        const counters: Counters = { total_processed: 0, dropped_queue_full: 0, abandoned: 0 };
+        if (deadLetterId !== undefined) counters.dead_lettered = 0;
+        this.runners.push({ sink, queue: new BoundedQueue(sink.bufferSize), counters, busy: false, slot: this.runners.length });
         if (!opts.checkOnly) opts.log.info({ pipeline: cfg.name, plugin: plugin.id, type: plugin.type }, 'Created sink instance');
       } catch (err) {
         this.errors.push(...errorMessages(err));
@@ -285,6 +289,33 @@ class AssembledPipeline implements Pipeline {
       if (source.acksUpstream) queueMicrotask(this.pumpAllLater);
       else setImmediate(this.pumpAllLater);
     }
+  }
+
+  /**
+   * Entries sink `from` gives up on go to its dead letter sink `to` (DESIGN.md §24), whole, with
+   * `fields.dead_letter`; each owes that sink a delivery before its ticket is let go, and the
+   * queue takes them past its bound rather than lose one.
+   */
+  private deadLetter(from: string, to: string, items: readonly DeadLetterItem[], reason: string, status?: number): void {
+    const source = this.runners.find((r) => r.sink.id === from);
+    const target = this.runners.find((r) => r.sink.id === to);
+    if (!source || !target || !this.flow) return;
+    const at = new Date().toISOString();
+    const letters: SinkItem[] = [];
+    for (const { entry: e, ticket } of items) {
+      const dead_letter = status === undefined ? { sink: from, reason, at } : { sink: from, reason, status, at };
+      const letter: Entry = { time: e.time, source: e.source, message: e.message, fields: { ...e.fields, dead_letter } };
+      if (e.node !== undefined) letter.node = e.node;
+      if (e.level !== undefined) letter.level = e.level;
+      if (e.id !== undefined) letter.id = e.id;
+      const line = this.flow.format(letter);
+      letters.push(target.sink.sendsWire ? wireItem(letter, line, ticket) : { entry: letter, line, ticket, paths: 0 });
+      if (ticket) ticket.pending++;
+    }
+    if (target.sink.sendsWire) encodeWire(letters as WireItem[], 0, letters.length, Date.now(), this.cfg.name);
+    for (const item of letters) target.queue.push(item);
+    source.counters.dead_lettered = (source.counters.dead_lettered ?? 0) + letters.length;
+    this.pump(target);
   }
 
   /** `fanout = "any"`: a sink whose link broke hands over what it holds */
