@@ -65,7 +65,7 @@ export interface ThrottleConfig extends TransformConfig {
 
 export const TRANSFORM_COMMON_FIELDS: Fields = {
   type: { t: 'string', required: true, doc: 'the step type (see the step sections below)' },
-  id: { t: 'string', nonEmpty: true, doc: "names the step's counters (`flow.transforms.<id>.processed`); default `<type>_<index>`" },
+  id: { t: 'string', nonEmpty: true, doc: "names the step's counters (`transforms.<id>.processed` in the status report, `component` in /metrics); default `<type>_<index>`" },
   when: { t: 'string', doc: 'a condition: the step runs only on entries for which it holds, others pass unchanged (see docs/transforms.md)' },
 };
 
