@@ -29,15 +29,19 @@ interface Rule {
   readonly keepGroup?: number;
   /** a match that this says no to is left as it is (a card number that fails Luhn) */
   readonly accept?: (match: string) => boolean;
+  /** text without this cannot match: the pattern is not run on it */
+  readonly needs?: string;
 }
 
 const PRESETS: Readonly<Record<RedactPreset, Rule>> = {
   // 13–19 digits, single spaces or dashes between them, not inside a longer run of digits
   credit_card: { re: /(?<![\d-])\d(?:[ -]?\d){12,18}(?![\d])/g, accept: (m) => luhn(m.replace(/[ -]/g, '')) },
-  jwt: { re: /\beyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*/g },
+  jwt: { re: /\beyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*/g, needs: 'eyJ' },
   bearer_token: { re: /\b(Bearer\s+)[A-Za-z0-9\-._~+/]+=*/gi, keepGroup: 1 },
   aws_access_key: { re: /\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[A-Z0-9]{16}\b/g },
-  email: { re: /[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}/g },
+  // the look-behind starts a match only where a run of address characters starts: without it a
+  // long run is scanned again from each of its characters
+  email: { re: /(?<![A-Za-z0-9._%+-])[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}/g, needs: '@' },
   ipv4: { re: /(?<![\d.])(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(?![\d.]*\d)/g },
 };
 
@@ -80,12 +84,11 @@ export function createRedactStep(cfg: RedactConfig, ctx: StepContext): Step {
 
   const redactString = (s: string): string => {
     for (let i = 0; i < rules.length; i++) {
-      const re = rules[i]!.re;
+      const rule = rules[i]!;
+      if (rule.needs !== undefined && !s.includes(rule.needs)) continue;
+      const re = rule.re;
       re.lastIndex = 0;
-      if (re.test(s)) {
-        re.lastIndex = 0;
-        s = s.replace(re, replacers[i]!);
-      }
+      s = s.replace(re, replacers[i]!);
     }
     return s;
   };

@@ -9,13 +9,23 @@ const RFC3339 = /^\d{4}-\d\d-\d\d[Tt ]\d\d:\d\d:\d\d(?:\.\d+)?(?:[Zz]|[+-]\d\d:\
 const CLF = /^(\d\d)\/(Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)\/(\d{4}):(\d\d):(\d\d):(\d\d) ([+-])(\d\d)(\d\d)$/;
 const MONTH: Readonly<Record<string, number>> = { Jan: 0, Feb: 1, Mar: 2, Apr: 3, May: 4, Jun: 5, Jul: 6, Aug: 7, Sep: 8, Oct: 9, Nov: 10, Dec: 11 };
 
+// access log lines of one second share their time text: the last one read is remembered
+let lastClfText = '';
+let lastClfMs: number | undefined;
+
 /** The common log format's time as epoch ms; undefined when `text` is not one. */
 export function readClfTime(text: string): number | undefined {
+  if (text === lastClfText) return lastClfMs;
   const m = CLF.exec(text);
-  if (!m) return undefined;
-  const offset = (m[7] === '-' ? -1 : 1) * (Number(m[8]) * 60 + Number(m[9])) * 60_000;
-  const t = Date.UTC(Number(m[3]), MONTH[m[2]!]!, Number(m[1]), Number(m[4]), Number(m[5]), Number(m[6])) - offset;
-  return isTime(t) ? t : undefined;
+  let t: number | undefined;
+  if (m) {
+    const offset = (m[7] === '-' ? -1 : 1) * (Number(m[8]) * 60 + Number(m[9])) * 60_000;
+    t = Date.UTC(Number(m[3]), MONTH[m[2]!]!, Number(m[1]), Number(m[4]), Number(m[5]), Number(m[6])) - offset;
+    if (!isTime(t)) t = undefined;
+  }
+  lastClfText = text;
+  lastClfMs = t;
+  return t;
 }
 
 /** A value written to `time`, as epoch ms; undefined when it is none of the accepted forms. */
