@@ -10,6 +10,7 @@ import { ConfigError } from '../../src/core/errors.js';
 import { createLogger } from '../../src/core/log.js';
 import { checkFields } from '../../src/core/spec.js';
 import { compileTransforms, type Transforms } from '../../src/transform/index.js';
+import { namedGroupNumbers } from '../../src/transform/parsers/regex.js';
 import { luhn } from '../../src/transform/redact.js';
 import { TRANSFORM_COMMON_FIELDS, TRANSFORM_SPECS, type TransformConfig, type TransformType } from '../../src/transform/spec.js';
 
@@ -410,4 +411,19 @@ test('throttle: WARN Entries throttled at most once a minute per key, not per en
   );
   for (let i = 0; i < 100; i++) tr.run(entry('m', { fields: { ns: 'a' } }), NOW + 60_000 + i);
   t.is(warns().length, 3, 'a minute later, one more for a');
+});
+
+test('regex parse reads named groups by number: escaped parentheses, classes, non-capturing groups and look-arounds counted right', (t) => {
+  t.deepEqual(namedGroupNumbers('^(?<a>x)(y)(?<b>[(]z)\\((?:q)(?<c>w)?'), [
+    ['a', 1],
+    ['b', 3],
+    ['c', 4],
+  ]);
+  t.deepEqual(namedGroupNumbers('(?<=a)(?<x>b)(?!c)(d)(?<y>e)'), [
+    ['x', 1],
+    ['y', 3],
+  ]);
+  t.deepEqual(namedGroupNumbers('[\\]()](?<n>1)'), [['n', 1]]);
+  const tr = chain({ type: 'parse', format: 'regex', pattern: '^(?<a>x)(y)(?<b>[(]z)\\((?:q)(?<c>w)?' });
+  t.deepEqual(through(tr, entry('xy(z(q')).e.fields, { a: 'x', b: '(z' });
 });
