@@ -52,6 +52,12 @@ const LEVEL_KEYS: ReadonlySet<string> = new Set(['level', 'lvl', 'severity']);
 /** Merges into the entry: the entry's own parts, then the rest into `fields`, replacing equal keys. */
 function merge(e: Entry, p: Parsed): void {
   touched(e);
+  if (!p.promote && e.fields === undefined) {
+    // nothing to pick out and nothing to merge with: the parsed object becomes the fields
+    e.fields = p.fields;
+    setOwnParts(e, p);
+    return;
+  }
   let fields: Record<string, unknown> | undefined;
   let gotMessage = false;
   let gotTime = false;
@@ -89,6 +95,11 @@ function merge(e: Entry, p: Parsed): void {
     }
     fields[key] = value;
   }
+  setOwnParts(e, p);
+}
+
+/** The time, level and message a format reads as the entry's own (access logs, syslog). */
+function setOwnParts(e: Entry, p: Parsed): void {
   if (p.time !== undefined) e.time = p.time;
   if (p.level !== undefined) e.level = p.level;
   if (p.message !== undefined) e.message = p.message;
