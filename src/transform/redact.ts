@@ -31,7 +31,17 @@ interface Rule {
   readonly accept?: (match: string) => boolean;
   /** text without this cannot match: the pattern is not run on it */
   readonly needs?: string;
+  /**
+   * The pattern matches from a character that cannot start a run (an email's `@`) and the match
+   * extends to the left over the characters this accepts (at least one): scanning from each
+   * character of a long run for one that might start a match costs far more.
+   */
+  readonly extendsLeft?: (code: number) => boolean;
 }
+
+/** Characters of an email's local part (as the preset reads it): letters, digits, `._%+-`. */
+const isLocalPart = (c: number): boolean =>
+  (c >= 97 && c <= 122) || (c >= 65 && c <= 90) || (c >= 48 && c <= 57) || c === 46 || c === 95 || c === 37 || c === 43 || c === 45;
 
 const PRESETS: Readonly<Record<RedactPreset, Rule>> = {
   // 13–19 digits, single spaces or dashes between them, not inside a longer run of digits
@@ -41,12 +51,27 @@ const PRESETS: Readonly<Record<RedactPreset, Rule>> = {
   aws_access_key: { re: /\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[A-Z0-9]{16}\b/g },
   // the look-behind starts a match only where a run of address characters starts: without it a
   // long run is scanned again from each of its characters
-  email: { re: /(?<![A-Za-z0-9._%+-])[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}/g, needs: '@' },
+  email: { re: /@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}/g, needs: '@', extendsLeft: isLocalPart },
   ipv4: { re: /(?<![\d.])(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(?![\d.]*\d)/g },
 };
 
 /** Applied in this order whatever order the presets are listed in: a bearer JWT is one match. */
 const PRESET_ORDER: readonly RedactPreset[] = ['bearer_token', 'jwt', 'credit_card', 'aws_access_key', 'email', 'ipv4'];
+
+/** `s` with each match of `re` (global), extended to the left over `extends`, replaced by `replace`. */
+function replaceExtended(s: string, re: RegExp, extendsLeft: (code: number) => boolean, replace: (match: string) => string): string {
+  let out = '';
+  let copied = 0;
+  for (let m = re.exec(s); m !== null; m = re.exec(s)) {
+    let start = m.index;
+    while (start > copied && extendsLeft(s.charCodeAt(start - 1))) start--;
+    if (start === m.index) continue;
+    const end = m.index + m[0].length;
+    out += s.slice(copied, start) + replace(s.slice(start, end));
+    copied = end;
+  }
+  return copied === 0 ? s : out + s.slice(copied);
+}
 
 export function createRedactStep(cfg: RedactConfig, ctx: StepContext): Step {
   const counters = { processed: 0, redacted: 0 };
@@ -88,7 +113,7 @@ export function createRedactStep(cfg: RedactConfig, ctx: StepContext): Step {
       if (rule.needs !== undefined && !s.includes(rule.needs)) continue;
       const re = rule.re;
       re.lastIndex = 0;
-      s = s.replace(re, replacers[i]!);
+      s = rule.extendsLeft ? replaceExtended(s, re, rule.extendsLeft, replacers[i]!) : s.replace(re, replacers[i]!);
     }
     return s;
   };
