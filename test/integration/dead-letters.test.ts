@@ -4,7 +4,7 @@
 // in `dropped_batches`; and the file source's position advances past them (they are done).
 
 import { createServer } from 'node:http';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import test from 'ava';
 import { adminStatus } from '../helpers/admin.js';
@@ -136,4 +136,46 @@ ${fileSourceToml('f', inDir, 'from = "start"')}${sink('otel', 'otlp', 'dead_lett
   }, 'dead_lettered counted');
   t.is(status.pipelines.edge!.counters.sinks.otel!.dropped_batches, 0);
   t.deepEqual(status.pipelines.edge!.drops.filter((d) => d.count > 0), []);
+});
+
+test.serial('a file sink whose writes fail (its directory replaced by a file) sends the entries to its dead letter sink, not dropped_writes', async (t) => {
+  t.timeout(60_000);
+  const dir = ownedTempDir(t);
+  const inDir = join(dir.path, 'in');
+  mkdirSync(inDir);
+  const log = join(inDir, 'app.log');
+  writeFileSync(log, 'before\n');
+  const out = join(dir.path, 'out');
+  const dl = join(dir.path, 'dl');
+  const admin = await freePort();
+  startOwnedNode(
+    t,
+    `status_interval_ms = 60000
+[admin]
+port = ${admin}
+[[pipelines]]
+name = "p"
+[pipelines.flow.format]
+type = "json"
+${fileSourceToml('f', inDir, 'from = "start"')}${sink('main', 'file', 'dead_letter = "dl"', `directory = ${JSON.stringify(out)}\nname = "out"`)}${sink('dl', 'file', '', `directory = ${JSON.stringify(dl)}\nname = "out"`)}`,
+  );
+  await waitFor(() => letters(out).length === 1, 'the first line written by the main sink');
+  rmSync(out, { recursive: true });
+  writeFileSync(out, 'not a directory');
+  // lines written before the sink notices its file is gone still go to the unlinked file: probe until one is dead-lettered
+  let probe = 0;
+  await waitFor(() => {
+    appendFileSync(log, `probe ${probe++}\n`);
+    return letters(dl).length > 0;
+  }, 'a probe line in the dead letter file', 20_000);
+  const finals = Array.from({ length: 20 }, (_, i) => `final ${i}`);
+  appendFileSync(log, `${finals.join('\n')}\n`);
+  await waitFor(() => finals.every((f) => letters(dl).some((l) => l.message === f)), 'every final line dead-lettered');
+  for (const l of letters(dl)) t.like(l.fields.dead_letter, { sink: 'main', reason: 'write_failed' });
+  t.false(letters(dl).some((l) => 'status' in l.fields.dead_letter));
+  const s = await waitFor(async () => {
+    const st = await adminStatus(admin).catch(() => undefined);
+    return (st?.pipelines.p?.counters.sinks.main?.dead_lettered ?? 0) >= letters(dl).length ? st : undefined;
+  }, 'dead_lettered counted');
+  t.is(s.pipelines.p!.counters.sinks.main!.dropped_writes, 0);
 });
