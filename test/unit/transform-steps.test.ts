@@ -11,7 +11,7 @@ import { createLogger } from '../../src/core/log.js';
 import { checkFields } from '../../src/core/spec.js';
 import { compileTransforms, type Transforms } from '../../src/transform/index.js';
 import { namedGroupNumbers } from '../../src/transform/parsers/regex.js';
-import { luhn } from '../../src/transform/redact.js';
+import { hasCardRun, luhn } from '../../src/transform/redact.js';
 import { TRANSFORM_COMMON_FIELDS, TRANSFORM_SPECS, type TransformConfig, type TransformType } from '../../src/transform/spec.js';
 
 const silent = createLogger('silent', { write() {} });
@@ -426,4 +426,9 @@ test('regex parse reads named groups by number: escaped parentheses, classes, no
   t.deepEqual(namedGroupNumbers('[\\]()](?<n>1)'), [['n', 1]]);
   const tr = chain({ type: 'parse', format: 'regex', pattern: '^(?<a>x)(y)(?<b>[(]z)\\((?:q)(?<c>w)?' });
   t.deepEqual(through(tr, entry('xy(z(q')).e.fields, { a: 'x', b: '(z' });
+});
+
+test('the card pre-check passes every text the card pattern could match in, and skips text without 13 digits in a row', (t) => {
+  for (const s of ['4111111111111111', 'x 4111 1111 1111 1111 y', '5500-0055-5555-5559', '4-1-1-1-1-1-1-1-1-1-1-1-1', '340000000000009']) t.true(hasCardRun(s), s);
+  for (const s of ['123456789012', '4111  1111 1111 1111', '10.0.0.1 id=123456 status=200', '41-11-11-11-11-1', '']) t.false(hasCardRun(s), s);
 });
