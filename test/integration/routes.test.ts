@@ -5,7 +5,7 @@
 import { existsSync, readFileSync, writeFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import test from 'ava';
-import { adminStatus } from '../helpers/admin.js';
+import { adminRequest, adminStatus, parseExposition, sampleValue } from '../helpers/admin.js';
 import { freePort, ownedTempDir, spawnOwnedNode, startOwnedNode, waitFor } from '../helpers/node.js';
 import { fileSourceToml, sinkToml } from '../helpers/toml.js';
 
@@ -73,6 +73,10 @@ ${fileSourceToml('f', inDir, 'from = "start"')}${routedSink('err_a', out('err_a'
   t.is(routes.unrouted, 0, 'with an archive sink every entry is routed');
   t.deepEqual(routes.transforms, { parse_0: { processed: 5, parse_failed: 0, bad_values: 0 } });
   t.is(status.pipelines.paths!.counters.sinks.err_a!.skipped, 0);
+  // the step's counters in /metrics, by outcome
+  const metrics = parseExposition((await adminRequest(admin, '/metrics')).body);
+  t.is(sampleValue(metrics, 'logrelay_transform_events_total', { pipeline: 'routes', component: 'parse_0', outcome: 'processed' }), 5);
+  t.is(sampleValue(metrics, 'logrelay_transform_events_total', { pipeline: 'routes', component: 'parse_0', outcome: 'parse_failed' }), 0);
 });
 
 const BAD = `
