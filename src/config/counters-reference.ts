@@ -7,6 +7,7 @@ import { DROP_REASONS } from '../core/drops.js';
 import { METRIC_FAMILIES } from '../primary/metrics.js';
 import { SINK_SPECS } from '../sinks/index.js';
 import { SOURCE_SPECS } from '../sources/index.js';
+import { TRANSFORM_SPECS } from '../transform/spec.js';
 
 /** Who keeps a counter: every plugin of the section's kind, or the listed types. */
 export type Owners = 'every' | readonly string[];
@@ -24,7 +25,7 @@ export interface CounterDecl {
 
 export interface CounterSection {
   /** the component kind in `/status` and the status report: sources, sinks, flow, rate_limit, pipeline */
-  readonly kind: 'sources' | 'sinks' | 'flow' | 'rate_limit' | 'pipeline';
+  readonly kind: 'sources' | 'sinks' | 'flow' | 'rate_limit' | 'transforms' | 'pipeline';
   readonly title: string;
   readonly counters: readonly CounterDecl[];
 }
@@ -158,9 +159,27 @@ export const COUNTER_SECTIONS: readonly CounterSection[] = [
     ],
   },
   {
+    kind: 'transforms',
+    title: 'Transform steps',
+    counters: [
+      { name: 'processed', owners: 'every', doc: 'entries the step ran on (its `when` held, or it has none)' },
+      {
+        name: 'parse_failed',
+        owners: ['parse'],
+        doc: 'text that did not parse, was not text, or was over `max_bytes`; the entry was kept, dropped or tagged as `on_error` says (a drop is not a loss)',
+      },
+      { name: 'bad_values', owners: ['parse', 'set', 'rename'], doc: 'values that did not convert (`types`) or that `time` or `level` would not take; the old value stays' },
+      { name: 'redacted', owners: ['redact'], doc: 'matches replaced' },
+      { name: 'dropped', owners: ['drop'], doc: 'entries dropped on purpose; done at once, not a loss' },
+      { name: 'sampled_out', owners: ['sample'], doc: 'entries left out by sampling; done at once, not a loss' },
+      { name: 'throttled', owners: ['throttle'], doc: 'entries over their key\u2019s rate, dropped (WARN `Entries throttled` at most once a minute per key); done at once, not a loss' },
+    ],
+  },
+  {
     kind: 'pipeline',
     title: 'Pipeline',
     counters: [
+      { name: 'unrouted', owners: 'every', when: 'with sink routes (`when`, `else`)', doc: 'entries no sink\u2019s route took (no `when` held and no `else` sink); done at once, not a loss' },
       {
         name: 'total_dropped_by_sink',
         owners: 'every',
@@ -237,6 +256,12 @@ export const COUNTER_SECTIONS: readonly CounterSection[] = [
         owners: ['http_chain', 'otlp'],
         doc: '`http_chain`: batches the peer refused for good (a status other than 408, 429, 5xx), each logged ERROR; `otlp`: entries (not batches) the receiver refused: a status other than 2xx, 429, 502, 503, 504 or a 413 of a single entry (ERROR `OTLP export rejected`), and `partial_success.rejected_log_records` (WARN `OTLP records rejected`); metric reason `batch_rejected`',
       },
+      {
+        name: 'dead_lettered',
+        owners: ['http_chain', 'otlp', 'file'],
+        when: 'with `dead_letter`',
+        doc: 'entries this sink gave up on for good (`http_chain`: a permanent status; `otlp`: a rejected or partly rejected request; `file`: a failed write, tried twice) and handed to its dead letter sink with `fields.dead_letter`; not a loss, not in `dropped_batches`',
+      },
       { name: 'retries', owners: ['otlp'], doc: 'requests that failed and will be sent again (429, 502, 503, 504, timeouts, network errors)' },
       { name: 'published', owners: ['nats'], doc: 'entries JetStream acknowledged (in batches of up to `max_batch_count` per message)' },
       { name: 'retried', owners: ['nats'], doc: 'entries published again in their batch (no acknowledgement within `request_timeout_ms`, an error reply, no stream yet, or a reconnect)' },
@@ -257,6 +282,7 @@ const METRIC_SOURCES: Readonly<Record<string, string>> = {
   logrelay_dropped_entries_total: `losses by reason (${DROP_REASONS.map((r) => `\`${r}\``).join(', ')}): \`queue_full\` (\`dropped_queue_full\`), \`source_saturated\` (\`dropped_entries\`), \`rate_limited\` (\`dropped_total\` − \`dropped_by_size_total\`), \`oversize\` (\`dropped_by_size_total\`), \`client_slow\` (\`tcp\`/\`http\` \`dropped_writes\`), \`write_failed\` (\`stdout\`/\`file\` \`dropped_writes\`), \`batch_rejected\` (\`dropped_batches\`), \`abandoned\`, \`buffer_full\` (\`dropped_buffer_full\`), \`link_down\` (\`dropped_link_down\`), \`kernel\` (\`kernel_drops\`)`,
   logrelay_filtered_entries_total: 'entries the filters took out',
   logrelay_duplicates_dropped_total: '`duplicates_dropped`',
+  logrelay_transform_events_total: 'per step id (`component`), its counters: `processed`, `parse_failed`, `redacted`, `dropped`, `sampled_out`, `throttled`, `bad_values`',
   logrelay_parse_errors_total: '`parse_errors`',
   logrelay_rejected_connections_total: 'reasons `max_connections` (`rejected_conns`/`rejected_clients`), `auth` (`auth_rejected`), `tls` (`tls_handshake_errors`)',
   logrelay_clients: '`active_clients`, `active_connections`',
@@ -277,7 +303,7 @@ const METRIC_SOURCES: Readonly<Record<string, string>> = {
 };
 
 const typesOf = (kind: CounterSection['kind']): readonly string[] =>
-  kind === 'sources' ? Object.keys(SOURCE_SPECS) : kind === 'sinks' ? Object.keys(SINK_SPECS) : [kind];
+  kind === 'sources' ? Object.keys(SOURCE_SPECS) : kind === 'sinks' ? Object.keys(SINK_SPECS) : kind === 'transforms' ? Object.keys(TRANSFORM_SPECS) : [kind];
 
 /**
  * Every declared counter as `kind/type/name`; a counter that exists only under a condition
@@ -304,7 +330,9 @@ const ownerText = (s: CounterSection, c: CounterDecl): string => {
           ? 'every sink'
           : s.kind === 'rate_limit'
             ? 'rate limiter'
-            : s.kind
+            : s.kind === 'transforms'
+              ? 'every step'
+              : s.kind
       : `${c.owners.map((o) => `\`${o}\``).join(', ')}`;
   return c.when ? `${who} ${c.when}` : who;
 };

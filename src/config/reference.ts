@@ -40,6 +40,14 @@ function walk(fields: Fields, sectionPath: string, prefix: string, rows: KeyRow[
       tableSection(`[[${path}]]`, path, spec.doc, spec.fields, out);
       continue;
     }
+    if (spec.t === 'variants') {
+      // the keys every table has, then one section per variant with its own keys
+      tableSection(`[[${path}]]`, path, spec.doc, spec.common, out);
+      for (const [name, variant] of Object.entries(spec.variants)) {
+        tableSection(`[[${path}]] ${spec.tag} = "${name}"`, `${path}.${name}`, variant.doc, variant.fields, out);
+      }
+      continue;
+    }
     rows.push({ key, path, spec });
     if (spec.t === 'table') walk(spec.fields, sectionPath, key, rows, out);
   }
@@ -122,6 +130,7 @@ export function typeOf(spec: Spec): string {
     case 'table':
       return spec.optional ? 'table (optional)' : 'table';
     case 'tables':
+    case 'variants':
       return 'array of tables';
     case 'free':
       return 'table';

@@ -5,9 +5,10 @@ import { hostname } from 'node:os';
 import type { LogLevel } from '../core/log.js';
 import type { PluginConfig } from '../core/plugin-config.js';
 import { AUTH_FIELDS, type AuthConfig, TLS_FIELDS, type TlsConfig } from '../core/tls-config.js';
+import { TRANSFORM_COMMON_FIELDS, TRANSFORM_SPECS, type TransformConfig } from '../transform/spec.js';
 import type { Fields } from './spec.js';
 
-export type { LogLevel, PluginConfig };
+export type { LogLevel, PluginConfig, TransformConfig };
 
 export type LogOutput = 'stderr' | 'stdout' | 'file' | 'none';
 export type FormatType = 'raw' | 'json' | 'txt';
@@ -53,8 +54,20 @@ export interface DedupConfig {
 export interface FlowConfig {
   readonly dedup?: DedupConfig;
   readonly rate_limit?: RateLimitConfig;
+  /** DESIGN.md §24: applied in order after the rate limiter, before the filters */
+  readonly transforms?: readonly TransformConfig[];
   readonly filters: readonly FilterConfig[];
   readonly format: { readonly type: FormatType };
+}
+
+/** A sink's table: the plugin, and its place among the pipeline's routes (DESIGN.md §24). */
+export interface SinkConfig extends PluginConfig {
+  /** a condition: the sink gets only the entries for which it holds */
+  readonly when?: string;
+  /** the sink gets the entries no `when` sink took */
+  readonly else?: boolean;
+  /** the id of the sink that gets what this one would drop for good */
+  readonly dead_letter?: string;
 }
 
 export type Fanout = 'all' | 'any' | 'balance';
@@ -65,7 +78,7 @@ export interface PipelineConfig {
   readonly fanout: Fanout;
   readonly flow: FlowConfig;
   readonly plugin_sources: readonly PluginConfig[];
-  readonly plugin_sinks: readonly PluginConfig[];
+  readonly plugin_sinks: readonly SinkConfig[];
 }
 
 /** The admin endpoint (DESIGN.md §16), served by the primary; applied at start only, like `logging`. */
@@ -198,7 +211,7 @@ export const CONFIG_FIELDS: Fields = {
       },
       flow: {
         t: 'table',
-        doc: 'what happens to each entry between the sources and the sinks, in this order: dedup → rate limit → filters → format',
+        doc: 'what happens to each entry between the sources and the sinks, in this order: dedup → rate limit → transforms → filters → format',
         fields: {
           dedup: {
             t: 'table',
@@ -225,6 +238,13 @@ export const CONFIG_FIELDS: Fields = {
               },
               max_entry_size_bytes: { t: 'number', def: 0, int: true, min: 0, doc: 'larger entries are dropped (`dropped_by_size_total`); 0 = no cap; only when rate > 0 and policy = "drop"' },
             },
+          },
+          transforms: {
+            t: 'variants',
+            tag: 'type',
+            common: TRANSFORM_COMMON_FIELDS,
+            variants: TRANSFORM_SPECS,
+            doc: 'steps that change entries, applied in order after the rate limiter (see docs/transforms.md)',
           },
           filters: {
             t: 'tables',
@@ -267,7 +287,17 @@ export const CONFIG_FIELDS: Fields = {
         },
       },
       plugin_sources: { t: 'tables', min: 1, doc: 'where entries come from; at least one', fields: plugin('source') },
-      plugin_sinks: { t: 'tables', min: 1, doc: 'where entries go; at least one', fields: plugin('sink') },
+      plugin_sinks: {
+        t: 'tables',
+        min: 1,
+        doc: 'where entries go; at least one',
+        fields: {
+          ...plugin('sink'),
+          when: { t: 'string', doc: 'a condition: the sink gets only the entries for which it holds (see docs/transforms.md)' },
+          else: { t: 'boolean', def: false, doc: 'the sink gets the entries no `when` sink of the pipeline took' },
+          dead_letter: { t: 'string', nonEmpty: true, doc: 'the id of another sink of the pipeline that gets what this one would drop for good, with `fields.dead_letter`' },
+        },
+      },
     },
   },
 };

@@ -2,7 +2,10 @@
 // on one host:port (workers share listening handles through the primary, so the OS would not refuse it).
 
 import { ConfigError, throwConfigFaults } from '../core/errors.js';
-import type { Config, PipelineConfig, PluginConfig } from './schema.js';
+import { createLogger } from '../core/log.js';
+import { compileTransforms } from '../transform/index.js';
+import { checkRoutes } from '../transform/routes.js';
+import type { Config, PipelineConfig, PluginConfig, SinkConfig } from './schema.js';
 import { joinPath } from './spec.js';
 
 /** Plugin types that listen on `host`/`port` (default host 0.0.0.0). */
@@ -15,6 +18,9 @@ const WILDCARD = new Set(['0.0.0.0', '::', '']);
 
 /** The shortest period of node reports, ms (0 turns them off). */
 const MIN_REPORT_INTERVAL_MS = 100;
+
+/** Steps compiled only to check them log nothing. */
+const silent = createLogger('silent', { write() {} });
 
 /**
  * Runs on a configuration that passed the schema check (loadConfig calls it only then), so names,
@@ -70,7 +76,15 @@ export function validateConfig(config: Config): Config {
       });
     };
     const sources = scan('source', 'plugin_sources');
-    const sinks = scan('sink', 'plugin_sinks');
+    const sinks = scan('sink', 'plugin_sinks') as SinkConfig[];
+    // transforms and routes compile here, so `check` lists every bad `when` of the file at once
+    try {
+      compileTransforms(p.flow.transforms ?? [], joinPath(joinPath(at, 'flow'), 'transforms'), p.name, silent);
+    } catch (err) {
+      if (!(err instanceof ConfigError)) throw err;
+      faults.push(...('faults' in err ? (err as { faults: ConfigError[] }).faults : [err]));
+    }
+    checkRoutes(sinks, joinPath(at, 'plugin_sinks'), faults);
     return Object.freeze({ ...p, plugin_sources: Object.freeze(sources), plugin_sinks: Object.freeze(sinks) });
   });
   throwConfigFaults(faults);

@@ -8,6 +8,10 @@ export interface PipelineCounters {
   total_dropped_by_sink: number;
   flow: Counters;
   rate_limit?: Counters;
+  /** per transform step id (DESIGN.md §24) */
+  transforms?: Record<string, Counters>;
+  /** entries routed to no sink (DESIGN.md §24), with sink routes */
+  unrouted?: number;
   sources: Record<string, Counters>;
   sinks: Record<string, Counters>;
 }

@@ -68,6 +68,8 @@ export function normaliseLevel(value: unknown): Level | undefined {
     return undefined;
   }
   if (typeof value !== 'string') return undefined;
+  // most levels come written as their name: no upper-case copy made for them
+  if (Object.hasOwn(WORD_LEVELS, value)) return WORD_LEVELS[value];
   return WORD_LEVELS[value.toUpperCase()];
 }
 
@@ -103,10 +105,20 @@ export function parseTime(value: unknown): number | undefined {
   if (typeof value === 'string') {
     // entries sent together mostly share their time text: the last one parsed is remembered
     if (value === lastTimeText) return lastTimeMs;
+    // and their second: `YYYY-MM-DDTHH:MM:SS.mmmZ` in the last one's second is it plus the milliseconds
+    if (value.length === 24 && lastSecondText !== '' && value.charCodeAt(23) === 90 /* Z */ && value.startsWith(lastSecondText)) {
+      const ms = threeDigits(value, 20);
+      if (ms >= 0) return lastSecondMs + ms;
+    }
     const t = Date.parse(value);
     if (!Number.isNaN(t)) {
       lastTimeText = value;
       lastTimeMs = t;
+      const ms = value.length === 24 && value.charCodeAt(19) === 46 /* . */ && value.charCodeAt(23) === 90 ? threeDigits(value, 20) : -1;
+      if (ms >= 0) {
+        lastSecondText = value.slice(0, 20);
+        lastSecondMs = t - ms;
+      }
       return t;
     }
   }
@@ -115,6 +127,17 @@ export function parseTime(value: unknown): number | undefined {
 
 let lastTimeText = '';
 let lastTimeMs = 0;
+/** `YYYY-MM-DDTHH:MM:SS.` of the last UTC time with milliseconds parsed, and that second's epoch ms */
+let lastSecondText = '';
+let lastSecondMs = 0;
+
+/** The number of the three decimal digits of `s` at `at`; -1 when they are not three digits. */
+function threeDigits(s: string, at: number): number {
+  const a = s.charCodeAt(at) - 48;
+  const b = s.charCodeAt(at + 1) - 48;
+  const c = s.charCodeAt(at + 2) - 48;
+  return a >= 0 && a <= 9 && b >= 0 && b <= 9 && c >= 0 && c <= 9 ? a * 100 + b * 10 + c : -1;
+}
 
 /**
  * Deepest nesting of arrays and objects taken from JSON text. JSON.parse takes far deeper text

@@ -34,6 +34,11 @@ export type Spec = KeyDoc &
     | { readonly t: 'strings'; readonly def?: readonly string[] }
     | { readonly t: 'table'; readonly fields: Fields; readonly optional?: boolean }
     | { readonly t: 'tables'; readonly fields: Fields; readonly min?: number }
+    /**
+     * An array of tables whose keys depend on one of them, `tag` (a transform step's `type`):
+     * each table is checked against `common` plus its variant's fields.
+     */
+    | { readonly t: 'variants'; readonly tag: string; readonly common: Fields; readonly variants: Readonly<Record<string, PluginSpec>> }
     | { readonly t: 'free' }
   );
 
@@ -126,6 +131,23 @@ function check(spec: Spec, value: unknown, path: string, faults: Faults): unknow
       if (!Array.isArray(value)) return fault(`must be an array of tables, got ${typeName(value)}`);
       if (spec.min !== undefined && value.length < spec.min) fault(`needs at least ${spec.min} entr${spec.min === 1 ? 'y' : 'ies'}`);
       return Object.freeze(value.map((item, i) => checkTable(spec.fields, item, joinPath(path, i), faults)));
+    }
+    case 'variants': {
+      if (value === undefined) value = [];
+      if (!Array.isArray(value)) return fault(`must be an array of tables, got ${typeName(value)}`);
+      const names = Object.keys(spec.variants);
+      return Object.freeze(
+        value.map((item, i) => {
+          const at = joinPath(path, i);
+          if (!isPlainObject(item)) return fault(`must be a table, got ${typeName(item)}`, at);
+          const tag = item[spec.tag];
+          if (tag === undefined) return fault('is required', joinPath(at, spec.tag));
+          if (typeof tag !== 'string' || !Object.hasOwn(spec.variants, tag)) {
+            return fault(`must be one of ${names.map((v) => JSON.stringify(v)).join(', ')}, got ${JSON.stringify(tag)}`, joinPath(at, spec.tag));
+          }
+          return checkTable({ ...spec.common, ...spec.variants[tag]!.fields }, item, at, faults);
+        }),
+      );
     }
     case 'free': {
       if (value === undefined) return Object.freeze({});

@@ -8,11 +8,14 @@ import { createDedup, type DedupSet } from './dedup.js';
 import { compileFilters, matchText, passes } from './filters.js';
 import { FORMATTERS } from './format.js';
 import { createRateLimiter, type RateLimiter } from './rate-limit.js';
+import { compileTransforms, type Transforms } from '../transform/index.js';
 
 export interface Flow {
   /** `total_processed`, `total_dropped`, `total_passed` */
   readonly counters: Counters;
   readonly rateLimiter: RateLimiter | undefined;
+  /** the transform steps (DESIGN.md §24), when any */
+  readonly transforms: Transforms | undefined;
   /** the duplicate window, when `dedup.enabled` */
   readonly dedup: DedupSet | undefined;
   /**
@@ -23,11 +26,27 @@ export interface Flow {
   seen(id: string, now: number): boolean;
   /** The formatted line, or undefined when the entry is dropped (counted). */
   process(entry: Entry, now: number): string | undefined;
+  /** The pipeline's formatter alone (a dead letter's line). */
+  format(entry: Entry): string;
 }
 
-/** @param debugLog when given (level debug), one line per filter evaluated per entry */
-export function createFlow(cfg: FlowConfig, debugLog?: Logger): Flow {
+/** Where the flow runs: names the transform steps' faults and warnings. */
+export interface FlowPlace {
+  readonly pipeline: string;
+  /** the key path of the flow table, `pipelines[0].flow` */
+  readonly at: string;
+  readonly log: Logger;
+}
+
+/**
+ * @param debugLog when given (level debug), one line per filter evaluated per entry
+ * @param place needed when the flow has transforms
+ */
+export function createFlow(cfg: FlowConfig, debugLog?: Logger, place?: FlowPlace): Flow {
   const limiter = createRateLimiter(cfg.rate_limit);
+  const steps = cfg.transforms ?? [];
+  const transforms =
+    steps.length > 0 && place ? compileTransforms(steps, `${place.at}.transforms`, place.pipeline, place.log) : undefined;
   const filters = compileFilters(cfg.filters);
   const format = FORMATTERS[cfg.format.type];
   const dedup = createDedup(cfg.dedup);
@@ -36,6 +55,8 @@ export function createFlow(cfg: FlowConfig, debugLog?: Logger): Flow {
   return {
     counters,
     rateLimiter: limiter,
+    transforms,
+    format,
     dedup,
     seen(id, now) {
       if (!dedup?.has(id, now)) return false;
@@ -54,6 +75,8 @@ export function createFlow(cfg: FlowConfig, debugLog?: Logger): Flow {
         counters.total_dropped!++;
         return undefined;
       }
+      // a step that drops, samples out or throttles counts it itself: not a loss
+      if (transforms && !transforms.run(entry, now)) return undefined;
       if (filters.length > 0) {
         const text = matchText(entry);
         for (let i = 0; i < filters.length; i++) {

@@ -40,13 +40,49 @@ let lastKey = '';
 const t: Nanos = { ms: 0, ns: 0 };
 
 /**
+ * `fields.k8s` as the OpenTelemetry semantic conventions name its parts (DESIGN.md §24), with
+ * `k8s.node.name` the entry's node: so container entries arrive with the keys backends query.
+ */
+function k8sResource(k8s: Record<string, unknown>, source: string, node: string): Attributes {
+  const r: Attributes = { 'service.name': source, 'host.name': node };
+  if (typeof k8s.namespace === 'string') r['k8s.namespace.name'] = k8s.namespace;
+  if (typeof k8s.pod === 'string') r['k8s.pod.name'] = k8s.pod;
+  if (typeof k8s.pod_uid === 'string') r['k8s.pod.uid'] = k8s.pod_uid;
+  if (typeof k8s.container === 'string') r['k8s.container.name'] = k8s.container;
+  if (typeof k8s.restart_count === 'number') r['k8s.container.restart_count'] = k8s.restart_count;
+  r['k8s.node.name'] = node;
+  return r;
+}
+
+// the lines of one container file share their metadata object: their resource is made once
+let lastK8s: unknown;
+let lastK8sSource = '';
+let lastK8sNode = '';
+let lastK8sResource: Attributes = {};
+
+/** Trace and span ids of entries that did not come from OTLP: 32 and 16 hex digits. */
+const TRACE_ID = /^[0-9a-fA-F]{32}$/;
+const SPAN_ID = /^[0-9a-fA-F]{16}$/;
+
+/**
  * An entry's record and where it goes. `node`: this node's name, for entries without one; `now`:
  * the observed time of entries that carry none (the time the sink took them).
  */
 export function placeEntry(entry: Entry, node: string, now: number): Placed {
   const fields = entry.fields;
   const fromOtlp = fields !== undefined && isObject(fields.resource);
-  const resource: Attributes = fromOtlp ? (fields.resource as Attributes) : { 'service.name': entry.source, 'host.name': entry.node ?? node };
+  let resource: Attributes;
+  if (fromOtlp) resource = fields.resource as Attributes;
+  else if (fields !== undefined && isObject(fields.k8s)) {
+    const host = entry.node ?? node;
+    if (fields.k8s !== lastK8s || entry.source !== lastK8sSource || host !== lastK8sNode) {
+      lastK8s = fields.k8s;
+      lastK8sSource = entry.source;
+      lastK8sNode = host;
+      lastK8sResource = k8sResource(fields.k8s, entry.source, host);
+    }
+    resource = lastK8sResource;
+  } else resource = { 'service.name': entry.source, 'host.name': entry.node ?? node };
   // entries of one request share their resource object
   if (resource !== lastResource) {
     lastKey = JSON.stringify(resource);
@@ -110,8 +146,19 @@ function recordOf(entry: Entry, fromOtlp: boolean, now: number, t: Nanos): OtlpL
   } else if (entry.fields !== undefined) {
     let attrs: Attributes | undefined;
     for (const key of Object.keys(entry.fields)) {
+      const v = entry.fields[key];
       if (key === 'body') continue;
-      setKey((attrs ??= {}), key, entry.fields[key]);
+      // the resource carries them (see placeEntry)
+      if (key === 'k8s' && isObject(v)) continue;
+      if (key === 'trace_id' && typeof v === 'string' && TRACE_ID.test(v)) {
+        rec.traceId = v.toLowerCase();
+        continue;
+      }
+      if (key === 'span_id' && typeof v === 'string' && SPAN_ID.test(v)) {
+        rec.spanId = v.toLowerCase();
+        continue;
+      }
+      setKey((attrs ??= {}), key, v);
     }
     rec.attributes = attrs;
   }

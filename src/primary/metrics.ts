@@ -117,6 +117,17 @@ const FAMILIES: readonly Family[] = [
     labels: ['pipeline'],
     samples: perPipeline((p) => [[{}, p.counters.flow.duplicates_dropped ?? 0]]),
   },
+  {
+    name: 'logrelay_transform_events_total',
+    help: 'What each transform step did to entries, by outcome (processed, parse_failed, redacted, dropped, sampled_out, throttled, bad_values).',
+    kind: 'counter',
+    labels: ['pipeline', 'component', 'outcome'],
+    samples: perPipeline(function* (p): Generator<Sample> {
+      for (const [component, c] of Object.entries(p.counters.transforms ?? {})) {
+        for (const [outcome, value] of Object.entries(c)) yield [{ component, outcome }, value];
+      }
+    }),
+  },
   { name: 'logrelay_parse_errors_total', help: 'Input a source could not parse.', kind: 'counter', labels: ['pipeline', 'component'], samples: perComponent('parse_errors', ['sources']) },
   {
     name: 'logrelay_rejected_connections_total',

@@ -22,6 +22,10 @@ export interface PipelineStatus {
     readonly checkpoint_errors: number;
     readonly flow: Counters;
     readonly rate_limit?: Counters;
+    /** per transform step id (DESIGN.md §24) */
+    readonly transforms?: Record<string, Counters>;
+    /** entries routed to no sink, with sink routes */
+    readonly unrouted?: number;
     readonly sources: Record<string, Counters>;
     readonly sinks: Record<string, Counters>;
   };
@@ -79,6 +83,8 @@ export function nodeStatus(sup: Supervisor): NodeStatus {
       checkpoint_errors: sup.checkpointCounters?.checkpoint_errors ?? 0,
       flow: { ...(c?.flow ?? { total_processed: 0, total_dropped: 0, total_passed: 0 }) },
       ...(c?.rate_limit ? { rate_limit: { ...c.rate_limit } } : {}),
+      ...(c?.transforms ? { transforms: Object.fromEntries(Object.entries(c.transforms).map(([id, t]) => [id, { ...t }])) } : {}),
+      ...(c?.unrouted === undefined ? {} : { unrouted: c.unrouted }),
       sources,
       sinks,
     };

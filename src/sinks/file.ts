@@ -150,15 +150,29 @@ export const createFileSink: SinkFactory = (plugin, ctx): Sink => {
       for (let i = 0; i < batch.length; i++) lines[i] = batch[i]!.line;
       // A failed write (disk full, permissions, directory gone) drops and counts the batch; the
       // next one opens the file again.
-      const p = writeAll(linesBuffer(lines)).then(
+      const data = linesBuffer(lines);
+      // with a dead letter sink a failed write is tried once more on a freshly opened file, then
+      // its entries go there instead of being dropped
+      const attempt = ctx.deadLetter
+        ? writeAll(data).catch(async () => {
+            release();
+            await writeAll(data);
+          })
+        : writeAll(data);
+      const p = attempt.then(
         () => {
           if (!failing) return;
           failing = false;
           ctx.log.info({ pipeline: ctx.pipeline, plugin: plugin.id, file: currentPath() }, 'File sink writing again');
         },
         (err: unknown) => {
-          counters.dropped_writes += batch.length;
           release();
+          if (ctx.deadLetter) {
+            ctx.deadLetter(batch, 'write_failed');
+            ctx.log.warn({ pipeline: ctx.pipeline, plugin: plugin.id, error: errorMessage(err), entries: batch.length }, 'File sink write failed, entries sent to the dead letter sink');
+            return;
+          }
+          counters.dropped_writes += batch.length;
           if (failing) return;
           failing = true;
           ctx.log.error({ pipeline: ctx.pipeline, plugin: plugin.id, error: errorMessage(err) }, 'File sink write failed, entries dropped');

@@ -12,6 +12,7 @@ import { acceptsEncoding, defaultNode, HEADER_ACCEPT_ENCODING, HEADER_NODE, HEAD
 import type { NodeReport } from '../core/node-report.js';
 import { eachWireRun, encodeWire, type WireItem, wireItems } from '../chain/wire.js';
 import { settle, type Ticket } from '../core/ack.js';
+import type { Entry } from '../core/entry.js';
 import { errorMessage } from '../core/errors.js';
 import { startProbe } from '../net/http-probe.js';
 import { clientTlsOptions } from '../net/tls.js';
@@ -44,6 +45,8 @@ interface Batch {
   readonly tickets: (Ticket | undefined)[];
   /** the body compressed (`compression`), made at its first attempt and kept for the retries */
   wire?: Buffer;
+  /** the entries, kept only when the sink has a dead letter sink to hand them to */
+  readonly entries?: Entry[];
 }
 
 const gzipAsync = promisify<Buffer, zlib.ZlibOptions, Buffer>(zlib.gzip);
@@ -149,7 +152,8 @@ export const createHttpChainSink: SinkFactory = (plugin, ctx): Sink => {
     clearTimeout(flushTimer);
     flushTimer = undefined;
     if (building.length === 0) return;
-    const batch = { ...bodyOf(building), count: building.length, tickets: building.map((item) => item.ticket) };
+    const entries = ctx.deadLetter ? building.map((item) => item.entry) : undefined;
+    const batch = { ...bodyOf(building), count: building.length, tickets: building.map((item) => item.ticket), ...(entries ? { entries } : {}) };
     ready.push(batch);
     readyEntries += building.length;
     readyBytes += batch.bytes;
@@ -277,6 +281,15 @@ export const createHttpChainSink: SinkFactory = (plugin, ctx): Sink => {
           done(batch);
         } else if (isRetryable(status)) {
           retry(batch, `HTTP ${status}`, retryAfterMs(res));
+        } else if (ctx.deadLetter && batch.entries) {
+          // refused for good: the dead letter sink takes the entries before their tickets are let go
+          ctx.deadLetter(
+            batch.entries.map((entry, i) => ({ entry, ticket: batch.tickets[i] })),
+            'rejected',
+            status,
+          );
+          log.warn({ remote: `${cfg.host}:${cfg.port}`, status, entries: batch.count }, 'Chain batch rejected by peer, sent to the dead letter sink');
+          done(batch);
         } else {
           counters.dropped_batches++;
           log.error({ remote: `${cfg.host}:${cfg.port}`, status, entries: batch.count }, 'Chain batch rejected by peer, dropped');

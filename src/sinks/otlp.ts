@@ -12,6 +12,7 @@ import { HeldWaiters } from '../chain/held-waiters.js';
 import { createLinkState } from '../chain/link-state.js';
 import type { PluginSpec } from '../config/spec.js';
 import { settle, type Ticket } from '../core/ack.js';
+import type { Entry } from '../core/entry.js';
 import { Backoff } from '../core/backoff.js';
 import { errorMessage, PluginError } from '../core/errors.js';
 import { pluginConfig, sinkQueueFields } from '../core/plugin-config.js';
@@ -77,6 +78,8 @@ const gzipAsync = promisify(gzip);
 interface Batch {
   readonly placed: Placed[];
   readonly tickets: (Ticket | undefined)[];
+  /** the entries, kept only when the sink has a dead letter sink to hand them to */
+  readonly entries?: Entry[];
   /** the encoded (and compressed) body, made once and kept for retries */
   body?: Buffer;
 }
@@ -139,6 +142,7 @@ export const createOtlpSink: SinkFactory = (plugin, ctx): Sink => {
 
   let building: Placed[] = [];
   let buildingTickets: (Ticket | undefined)[] = [];
+  let buildingEntries: Entry[] = [];
   let buildingBytes = 0;
   let flushTimer: NodeJS.Timeout | undefined;
   const ready: Batch[] = [];
@@ -159,12 +163,27 @@ export const createOtlpSink: SinkFactory = (plugin, ctx): Sink => {
     clearTimeout(flushTimer);
     flushTimer = undefined;
     if (building.length === 0) return;
-    ready.push({ placed: building, tickets: buildingTickets });
+    ready.push({ placed: building, tickets: buildingTickets, ...(ctx.deadLetter ? { entries: buildingEntries } : {}) });
     readyEntries += building.length;
     building = [];
     buildingTickets = [];
+    buildingEntries = [];
     buildingBytes = 0;
     send();
+  };
+
+  /**
+   * The batch's entries go to the dead letter sink instead of being dropped; false when the sink
+   * has none (the caller counts the drop).
+   */
+  const deadLettered = (batch: Batch, reason: string, status?: number): boolean => {
+    if (!ctx.deadLetter || !batch.entries) return false;
+    ctx.deadLetter(
+      batch.entries.map((entry, i) => ({ entry, ticket: batch.tickets[i] })),
+      reason,
+      status,
+    );
+    return true;
   };
 
   /** The batch is over: delivered, or dropped with `dropped` entries counted. */
@@ -216,7 +235,9 @@ export const createOtlpSink: SinkFactory = (plugin, ctx): Sink => {
       const partial = decodeExportResponse(body, encodingOf(res.headers['content-type']) ?? cfg.encoding);
       if (partial.rejected > 0) {
         const rejected = Math.min(partial.rejected, batch.placed.length);
-        counters.dropped_batches += rejected;
+        // OTLP says how many records were refused, not which: with a dead letter sink the whole
+        // request goes there (the taken ones too), so none of the refused is lost
+        if (!deadLettered(batch, 'partial_success', status)) counters.dropped_batches += rejected;
         log.warn({ remote, rejected, error_message: partial.errorMessage, entries: batch.placed.length }, 'OTLP records rejected');
       }
       finished(batch);
@@ -225,13 +246,14 @@ export const createOtlpSink: SinkFactory = (plugin, ctx): Sink => {
     } else if (status === 413 && batch.placed.length > 1) {
       // two halves, first in line, in order
       const half = batch.placed.length >> 1;
+      const entries = batch.entries;
       ready.unshift(
-        { placed: batch.placed.slice(0, half), tickets: batch.tickets.slice(0, half) },
-        { placed: batch.placed.slice(half), tickets: batch.tickets.slice(half) },
+        { placed: batch.placed.slice(0, half), tickets: batch.tickets.slice(0, half), ...(entries ? { entries: entries.slice(0, half) } : {}) },
+        { placed: batch.placed.slice(half), tickets: batch.tickets.slice(half), ...(entries ? { entries: entries.slice(half) } : {}) },
       );
       log.debug({ remote, entries: batch.placed.length }, 'OTLP batch too large, split in two');
     } else {
-      counters.dropped_batches += batch.placed.length;
+      if (!deadLettered(batch, 'rejected', status)) counters.dropped_batches += batch.placed.length;
       log.error({ remote, status, response: body.toString('utf8', 0, Math.min(body.length, 200)), entries: batch.placed.length }, 'OTLP export rejected');
       finished(batch);
     }
@@ -251,7 +273,7 @@ export const createOtlpSink: SinkFactory = (plugin, ctx): Sink => {
     } catch (err) {
       // an entry that cannot be encoded (it should not happen): the batch is dropped, counted
       inFlight--;
-      counters.dropped_batches += batch.placed.length;
+      if (!deadLettered(batch, 'unencodable')) counters.dropped_batches += batch.placed.length;
       log.error({ remote, error: errorMessage(err), entries: batch.placed.length }, 'OTLP export rejected');
       finished(batch);
       send();
@@ -330,6 +352,7 @@ export const createOtlpSink: SinkFactory = (plugin, ctx): Sink => {
         if (building.length > 0 && buildingBytes + bytes > cfg.max_batch_bytes) closeBatch();
         building.push(p);
         buildingTickets.push(item.ticket);
+        if (ctx.deadLetter) buildingEntries.push(item.entry);
         buildingBytes += bytes;
         if (building.length >= cfg.max_batch_count || buildingBytes >= cfg.max_batch_bytes) closeBatch();
       }

@@ -1,7 +1,9 @@
 // The sink contract: an input queue owned by the pipeline feeds batches to write().
 
 import type { PluginConfig } from '../config/schema.js';
+import type { Ticket } from '../core/ack.js';
 import type { Counters } from '../core/counters.js';
+import type { Entry } from '../core/entry.js';
 import type { Logger } from '../core/log.js';
 import type { NodeReport } from '../core/node-report.js';
 import type { OnFull } from '../core/queue.js';
@@ -23,6 +25,19 @@ export interface SinkContext {
    * sinks; true when they were taken (the sink forgets them), false when no other sink is live.
    */
   failover?(items: SinkItem[]): boolean;
+  /**
+   * Present when the sink has `dead_letter` (DESIGN.md §24): hands entries it would drop for good
+   * to that sink, with `fields.dead_letter`; their tickets stay owed until that sink delivers, so
+   * the sink settles them as it would a drop. `reason`: `rejected`, `partial_success`,
+   * `write_failed`, …; `status`: the peer's HTTP status, when there was one.
+   */
+  deadLetter?(items: readonly DeadLetterItem[], reason: string, status?: number): void;
+}
+
+/** An entry a sink gives up on, with the ticket of the delivery it owes. */
+export interface DeadLetterItem {
+  readonly entry: Entry;
+  readonly ticket?: Ticket;
 }
 
 export interface Sink {

@@ -16,6 +16,8 @@ export interface SinkRunner {
   /** what the pipeline counts for the sink: `total_processed`, and `skipped`, `failed_over` for any */
   readonly counters: Counters;
   busy: boolean;
+  /** the sink's place among all the pipeline's sinks, when this fan-out serves a subset (routes.ts) */
+  readonly slot?: number;
 }
 
 export interface Fanout {
@@ -46,6 +48,8 @@ const isBelowHalf = (r: SinkRunner) => r.queue.belowHalf;
 
 /** An item's `paths` bit of the i-th sink; sinks past the 31st share no bit (failover may repeat to them). */
 const bit = (i: number): number => (i < 31 ? 1 << i : 0);
+/** The `paths` bit of `r`, the i-th runner of this fan-out: bits name sinks of the whole pipeline. */
+const bitOf = (r: SinkRunner, i: number): number => bit(r.slot ?? i);
 
 function push(r: SinkRunner, item: SinkItem): void {
   if (item.ticket) item.ticket.pending++;
@@ -103,8 +107,9 @@ function allFanout(runners: readonly SinkRunner[], hooks: FanoutHooks): Fanout {
 function anyFanout(runners: readonly SinkRunner[], hooks: FanoutHooks): Fanout {
   const took: boolean[] = runners.map(() => false);
   for (const r of runners) {
-    r.counters.skipped = 0;
-    r.counters.failed_over = 0;
+    // a route's fan-out is made when the route is first taken: counts kept
+    r.counters.skipped ??= 0;
+    r.counters.failed_over ??= 0;
   }
   return {
     offer(item) {
@@ -124,7 +129,7 @@ function anyFanout(runners: readonly SinkRunner[], hooks: FanoutHooks): Fanout {
       for (let i = 0; i < runners.length; i++) {
         if (took[i]) {
           push(runners[i]!, item);
-          item.paths |= bit(i);
+          item.paths |= bitOf(runners[i]!, i);
         } else runners[i]!.counters.skipped!++;
       }
     },
@@ -142,7 +147,7 @@ function anyFanout(runners: readonly SinkRunner[], hooks: FanoutHooks): Fanout {
  */
 function balanceFanout(runners: readonly SinkRunner[], hooks: FanoutHooks): Fanout {
   let next = 0;
-  for (const r of runners) r.counters.failed_over = 0;
+  for (const r of runners) r.counters.failed_over ??= 0;
   /** the index of the next runner in the rotation from `next` on that `fits`; -1 when none does */
   const nextThat = (fits: (r: SinkRunner) => boolean): number => {
     const n = runners.length;
@@ -163,7 +168,7 @@ function balanceFanout(runners: readonly SinkRunner[], hooks: FanoutHooks): Fano
       if (i < 0) i = runners.indexOf(leastLoaded(poolOf(runners)));
       next = (i + 1) % runners.length;
       push(runners[i]!, item);
-      item.paths |= bit(i);
+      item.paths |= bitOf(runners[i]!, i);
     },
     full: () => poolOf(runners).every(isFull),
     belowHalf: () => poolOf(runners).some(isBelowHalf),
@@ -185,7 +190,7 @@ function failOver(runners: readonly SinkRunner[], hooks: FanoutHooks, from: Sink
     let best = -1;
     for (const r of live) {
       const i = runners.indexOf(r);
-      if ((item.paths & bit(i)) !== 0) continue;
+      if ((item.paths & bitOf(r, i)) !== 0) continue;
       if (best < 0 || r.queue.length < runners[best]!.queue.length) best = i;
     }
     return best;
@@ -195,7 +200,7 @@ function failOver(runners: readonly SinkRunner[], hooks: FanoutHooks, from: Sink
     if (i >= 0) {
       // the new path owes a delivery before the broken one's share is let go
       push(runners[i]!, item);
-      item.paths |= bit(i);
+      item.paths |= bitOf(runners[i]!, i);
       moved++;
     }
     // else another path holds it or delivered it already: offering it again would send it twice
@@ -209,7 +214,7 @@ function failOver(runners: readonly SinkRunner[], hooks: FanoutHooks, from: Sink
     }
     // a queued item carries the broken path's share over unchanged
     runners[i]!.queue.push(item);
-    item.paths |= bit(i);
+    item.paths |= bitOf(runners[i]!, i);
     moved++;
   }
   from.counters.failed_over! += moved;

@@ -6,7 +6,7 @@ import { withBuffer } from '../buffer/source.js';
 import type { PipelineConfig } from '../config/schema.js';
 import { encodeWire, type WireItem, wireItem } from '../chain/wire.js';
 import { settle, settleAll } from '../core/ack.js';
-import type { PipelineCounters } from '../core/counters.js';
+import type { Counters, PipelineCounters } from '../core/counters.js';
 import type { Entry } from '../core/entry.js';
 import { errorMessage, errorMessages } from '../core/errors.js';
 import type { Logger } from '../core/log.js';
@@ -17,11 +17,12 @@ import type { DedupWindow } from '../flow/dedup.js';
 import { createFlow, type Flow } from '../flow/index.js';
 import type { PipelinePositions } from '../ipc/messages.js';
 import { sinkFactory, SINKS } from '../sinks/index.js';
-import type { Sink, SinkItem } from '../sinks/types.js';
+import type { DeadLetterItem, Sink, SinkItem } from '../sinks/types.js';
 import { sourceFactory, SOURCES } from '../sources/index.js';
 import type { Source } from '../sources/types.js';
 import { DoneIds, openTicket } from './acks.js';
-import { createFanout, type Fanout, type SinkRunner } from './fanout.js';
+import type { Fanout, SinkRunner } from './fanout.js';
+import { createRoutedFanout, transformCounters } from './routes.js';
 
 /** The types a registry knows, for the message that refuses an unknown one. */
 const validTypes = (registry: object): string => Object.keys(registry).sort().join(', ');
@@ -92,7 +93,7 @@ class AssembledPipeline implements Pipeline {
   private readonly flow: Flow | undefined;
   private readonly runners: SinkRunner[] = [];
   private readonly fanout: Fanout;
-  private readonly pipelineCounters = { total_dropped_by_sink: 0 };
+  private readonly pipelineCounters: { total_dropped_by_sink: number; unrouted?: number } = { total_dropped_by_sink: 0 };
   private readonly journal: DoneIds | undefined;
   /** a sink sends chain lines: the pipeline writes them ahead (see emitBatch) */
   private readonly wireAhead: boolean;
@@ -114,20 +115,20 @@ class AssembledPipeline implements Pipeline {
   ) {
     this.name = cfg.name;
     try {
-      this.flow = createFlow(cfg.flow, opts.debug ? opts.log.child({ pipeline: cfg.name }) : undefined);
+      this.flow = createFlow(cfg.flow, opts.debug ? opts.log.child({ pipeline: cfg.name }) : undefined, { pipeline: cfg.name, at: 'flow', log: opts.log });
     } catch (err) {
       this.errors.push(...errorMessages(err));
     }
     this.journal = this.flow?.dedup ? new DoneIds(cfg.flow.dedup!.window_entries) : undefined;
     this.buildSinks();
-    this.fanout = createFanout(cfg.fanout ?? 'all', this.runners, {
+    this.fanout = createRoutedFanout(cfg.fanout ?? 'all', this.runners, cfg.plugin_sinks, {
       pump: (r) => this.pump(r),
       dropped: (r, reason) => {
         this.pipelineCounters.total_dropped_by_sink++;
         if (reason === 'link_down') r.counters.dropped_link_down!++;
         else r.counters.dropped_queue_full!++;
       },
-    });
+    }, { counters: this.pipelineCounters });
     this.wireAhead = this.runners.some((r) => r.sink.sendsWire);
     this.buildSources();
     this.sinks = this.runners.map((r) => r.sink);
@@ -144,6 +145,7 @@ class AssembledPipeline implements Pipeline {
       try {
         const log = opts.log.child({ pipeline: cfg.name, plugin: plugin.id });
         const ref: { sink?: Sink } = {};
+        const deadLetterId = plugin.dead_letter;
         const sink = factory(plugin, {
           pipeline: cfg.name,
           log,
@@ -151,9 +153,12 @@ class AssembledPipeline implements Pipeline {
           node: opts.node,
           reports: opts.reports ?? false,
           failover: cfg.fanout === 'any' || cfg.fanout === 'balance' ? (items) => !!ref.sink && this.failover(ref.sink, items) : undefined,
+          ...(deadLetterId === undefined ? {} : { deadLetter: (items, reason, status) => this.deadLetter(plugin.id, deadLetterId, items, reason, status) }),
         });
         ref.sink = sink;
-        this.runners.push({ sink, queue: new BoundedQueue<SinkItem>(sink.bufferSize, sink.bufferMaxBytes, lineBytes, sink.heldBytes ? () => sink.heldBytes!() : undefined), counters: { total_processed: 0, dropped_queue_full: 0, dropped_link_down: 0, abandoned: 0 }, busy: false });
+        const counters: Counters = { total_processed: 0, dropped_queue_full: 0, dropped_link_down: 0, abandoned: 0 };
+        if (deadLetterId !== undefined) counters.dead_lettered = 0;
+        this.runners.push({ sink, queue: new BoundedQueue<SinkItem>(sink.bufferSize, sink.bufferMaxBytes, lineBytes, sink.heldBytes ? () => sink.heldBytes!() : undefined), counters, busy: false, slot: this.runners.length });
         if (!opts.checkOnly) opts.log.info({ pipeline: cfg.name, plugin: plugin.id, type: plugin.type }, 'Created sink instance');
       } catch (err) {
         this.errors.push(...errorMessages(err));
@@ -312,6 +317,33 @@ class AssembledPipeline implements Pipeline {
     }
   }
 
+  /**
+   * Entries sink `from` gives up on go to its dead letter sink `to` (DESIGN.md §24), whole, with
+   * `fields.dead_letter`; each owes that sink a delivery before its ticket is let go, and the
+   * queue takes them past its bound rather than lose one.
+   */
+  private deadLetter(from: string, to: string, items: readonly DeadLetterItem[], reason: string, status?: number): void {
+    const source = this.runners.find((r) => r.sink.id === from);
+    const target = this.runners.find((r) => r.sink.id === to);
+    if (!source || !target || !this.flow) return;
+    const at = new Date().toISOString();
+    const letters: SinkItem[] = [];
+    for (const { entry: e, ticket } of items) {
+      const dead_letter = status === undefined ? { sink: from, reason, at } : { sink: from, reason, status, at };
+      const letter: Entry = { time: e.time, source: e.source, message: e.message, fields: { ...e.fields, dead_letter } };
+      if (e.node !== undefined) letter.node = e.node;
+      if (e.level !== undefined) letter.level = e.level;
+      if (e.id !== undefined) letter.id = e.id;
+      const line = this.flow.format(letter);
+      letters.push(target.sink.sendsWire ? wireItem(letter, line, ticket) : { entry: letter, line, ticket, paths: 0 });
+      if (ticket) ticket.pending++;
+    }
+    if (target.sink.sendsWire) encodeWire(letters as WireItem[], 0, letters.length, Date.now(), this.cfg.name);
+    for (const item of letters) target.queue.push(item);
+    source.counters.dead_lettered = (source.counters.dead_lettered ?? 0) + letters.length;
+    this.pump(target);
+  }
+
   /** `fanout = "any"` or `"balance"`: a sink whose link broke hands over what it holds */
   private failover(sink: Sink, items: SinkItem[]): boolean {
     const r = this.runners.find((x) => x.sink === sink);
@@ -370,11 +402,13 @@ class AssembledPipeline implements Pipeline {
     const flow = this.flow!;
     const out: PipelineCounters = {
       total_dropped_by_sink: this.pipelineCounters.total_dropped_by_sink,
+      ...(this.pipelineCounters.unrouted === undefined ? {} : { unrouted: this.pipelineCounters.unrouted }),
       flow: { ...flow.counters },
       sources: {},
       sinks: {},
     };
     if (flow.rateLimiter) out.rate_limit = { ...flow.rateLimiter.counters };
+    if (flow.transforms) out.transforms = transformCounters(flow.transforms);
     for (const s of this.sources) out.sources[s.id] = { ...s.counters };
     for (const r of this.runners) out.sinks[r.sink.id] = { ...r.sink.counters, ...r.counters };
     return out;

@@ -13,6 +13,46 @@ import { createStream, natsClient, natsSinkToml, natsSourceToml, startNats } fro
 import { freePort, ownedTempDir, startOwnedNode, waitFor } from '../helpers/node.js';
 import { fileSinkToml, fileSourceToml, localPluginToml, randomSourceToml, sinkToml } from '../helpers/toml.js';
 
+/** One step of each type, its id the type (so a reported counter names its owner). */
+const TRANSFORM_STEPS = `[[pipelines.flow.transforms]]
+id = "parse"
+type = "parse"
+format = "json"
+[[pipelines.flow.transforms]]
+id = "set"
+type = "set"
+fields = { "fields.env" = "test" }
+[[pipelines.flow.transforms]]
+id = "rename"
+type = "rename"
+fields = { "fields.env" = "fields.environment" }
+[[pipelines.flow.transforms]]
+id = "delete"
+type = "delete"
+fields = ["fields.none"]
+[[pipelines.flow.transforms]]
+id = "keep"
+type = "keep"
+fields = ["fields.environment"]
+[[pipelines.flow.transforms]]
+id = "redact"
+type = "redact"
+presets = ["email"]
+[[pipelines.flow.transforms]]
+id = "drop"
+type = "drop"
+when = "message contains 'zzzz'"
+[[pipelines.flow.transforms]]
+id = "sample"
+type = "sample"
+rate = 1
+[[pipelines.flow.transforms]]
+id = "throttle"
+type = "throttle"
+rate = 1000
+key = "{{ source }}"
+`;
+
 test.serial('every counter a running node reports is declared (and documented) for its owner, and every declared one is reported', async (t) => {
   t.timeout(90_000);
   const servers = await startNats(t);
@@ -46,7 +86,21 @@ ${chainSourceToml('tcp_chain', 'tcp_chain', tcpChain, '[pipelines.plugin_sources
 [[pipelines]]
 name = "any"
 fanout = "any"
-${randomSourceToml('interval_ms = 1000')}${sinkToml('a', 'null')}${sinkToml('b', 'null')}`;
+${randomSourceToml('interval_ms = 1000')}${sinkToml('a', 'null')}${sinkToml('b', 'null')}
+[[pipelines]]
+name = "shape"
+${TRANSFORM_STEPS}${randomSourceToml('interval_ms = 100')}[[pipelines.plugin_sinks]]
+id = "routed"
+type = "file"
+when = "level >= 'error'"
+dead_letter = "dl"
+[pipelines.plugin_sinks.config]
+directory = ${JSON.stringify(join(dir.path, 'routed'))}
+name = "out"
+[[pipelines.plugin_sinks]]
+id = "dl"
+type = "null"
+`;
   startOwnedNode(t, toml);
   const status = await waitFor(async () => {
     const s = await adminStatus(admin).catch(() => undefined);
@@ -55,9 +109,14 @@ ${randomSourceToml('interval_ms = 1000')}${sinkToml('a', 'null')}${sinkToml('b',
     if (!inCounters || !['tcp_chain', 'http_chain', 'syslog', 'nats', 'otlp'].every((id) => (inCounters.sources[id]?.total_entries ?? 0) > 0)) return undefined;
     // and every plugin of every pipeline has reported (each worker's counters come once a second,
     // on their own: the `any` pipeline's could still be missing when `in` had all of its)
-    const all = ['out', 'in', 'any'].every((name) => {
+    const all = ['out', 'in', 'any', 'shape'].every((name) => {
       const p = s.pipelines[name];
-      return p && (['sources', 'sinks'] as const).every((kind) => Object.keys(p.types[kind]).every((id) => Object.keys(p.counters[kind][id] ?? {}).length > 0));
+      // (before a worker's first report the primary shows a sink as total_processed 0 alone)
+      return (
+        p &&
+        (['sources', 'sinks'] as const).every((kind) => Object.keys(p.types[kind]).every((id) => Object.keys(p.counters[kind][id] ?? {}).length > 0)) &&
+        Object.keys(p.types.sinks).every((id) => p.counters.sinks[id]?.dropped_queue_full !== undefined)
+      );
     });
     return all ? s : undefined;
   }, 'entries through every link, and counters from every plugin of every pipeline', 60_000);
@@ -68,6 +127,10 @@ ${randomSourceToml('interval_ms = 1000')}${sinkToml('a', 'null')}${sinkToml('b',
     }
     for (const name of Object.keys(p.counters.flow)) reported.add(`flow/flow/${name}`);
     for (const name of Object.keys(p.counters.rate_limit ?? {})) reported.add(`rate_limit/rate_limit/${name}`);
+    // a step's id is its type in this configuration
+    for (const [id, counters] of Object.entries((p.counters as { transforms?: Record<string, Record<string, number>> }).transforms ?? {})) {
+      for (const name of Object.keys(counters)) reported.add(`transforms/${id}/${name}`);
+    }
     for (const [name, value] of Object.entries(p.counters)) if (typeof value === 'number') reported.add(`pipeline/pipeline/${name}`);
     reported.add('pipeline/pipeline/restarts');
   }

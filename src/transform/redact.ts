@@ -1,0 +1,179 @@
+// The `redact` step (DESIGN.md §24): replaces every match of patterns and presets in the string
+// values of paths (nested objects and arrays included) by a replacement or a salted hash.
+// Rules are compiled once; a value is copied only where something in it changed.
+
+import { createHash } from 'node:crypto';
+import { compileGet, compileSet, type Getter, type Setter } from './path.js';
+import type { RedactConfig, RedactPreset } from './spec.js';
+import { pathAt, type Step, type StepContext } from './step.js';
+
+/** The Luhn check of a run of digits (separators already removed). */
+export function luhn(digits: string): boolean {
+  let sum = 0;
+  let double = false;
+  for (let i = digits.length - 1; i >= 0; i--) {
+    let d = digits.charCodeAt(i) - 48;
+    if (double) {
+      d *= 2;
+      if (d > 9) d -= 9;
+    }
+    sum += d;
+    double = !double;
+  }
+  return sum % 10 === 0;
+}
+
+interface Rule {
+  readonly re: RegExp;
+  /** the part of a match to keep in front of the replacement (`Bearer `) */
+  readonly keepGroup?: number;
+  /** a match that this says no to is left as it is (a card number that fails Luhn) */
+  readonly accept?: (match: string) => boolean;
+  /** text without this cannot match: the pattern is not run on it */
+  readonly needs?: string;
+  /**
+   * The pattern matches from a character that cannot start a run (an email's `@`) and the match
+   * extends to the left over the characters this accepts (at least one): scanning from each
+   * character of a long run for one that might start a match costs far more.
+   */
+  readonly extendsLeft?: (code: number) => boolean;
+  /** a quick test text must pass for the pattern to be run on it (a necessary condition) */
+  readonly possible?: (s: string) => boolean;
+}
+
+/**
+ * True when `s` has 13 digits in a row with at most one space or dash between two of them: what
+ * a card number needs. One pass over the text, cheaper than trying the pattern at every digit.
+ */
+export function hasCardRun(s: string): boolean {
+  let digits = 0;
+  let separated = false;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c >= 48 && c <= 57) {
+      if (++digits >= 13) return true;
+      separated = false;
+    } else if ((c === 32 || c === 45) && digits > 0 && !separated) separated = true;
+    else {
+      digits = 0;
+      separated = false;
+    }
+  }
+  return false;
+}
+
+/** Characters of an email's local part (as the preset reads it): letters, digits, `._%+-`. */
+const isLocalPart = (c: number): boolean =>
+  (c >= 97 && c <= 122) || (c >= 65 && c <= 90) || (c >= 48 && c <= 57) || c === 46 || c === 95 || c === 37 || c === 43 || c === 45;
+
+const PRESETS: Readonly<Record<RedactPreset, Rule>> = {
+  // 13–19 digits, single spaces or dashes between them, not inside a longer run of digits
+  credit_card: { re: /(?<![\d-])\d(?:[ -]?\d){12,18}(?![\d])/g, accept: (m) => luhn(m.replace(/[ -]/g, '')), possible: hasCardRun },
+  jwt: { re: /\beyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*/g, needs: 'eyJ' },
+  bearer_token: { re: /\b(Bearer\s+)[A-Za-z0-9\-._~+/]+=*/gi, keepGroup: 1 },
+  aws_access_key: { re: /\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[A-Z0-9]{16}\b/g },
+  // the look-behind starts a match only where a run of address characters starts: without it a
+  // long run is scanned again from each of its characters
+  email: { re: /@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}/g, needs: '@', extendsLeft: isLocalPart },
+  ipv4: { re: /(?<![\d.])(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(?![\d.]*\d)/g },
+};
+
+/** Applied in this order whatever order the presets are listed in: a bearer JWT is one match. */
+const PRESET_ORDER: readonly RedactPreset[] = ['bearer_token', 'jwt', 'credit_card', 'aws_access_key', 'email', 'ipv4'];
+
+/** `s` with each match of `re` (global), extended to the left over `extends`, replaced by `replace`. */
+function replaceExtended(s: string, re: RegExp, extendsLeft: (code: number) => boolean, replace: (match: string) => string): string {
+  let out = '';
+  let copied = 0;
+  for (let m = re.exec(s); m !== null; m = re.exec(s)) {
+    let start = m.index;
+    while (start > copied && extendsLeft(s.charCodeAt(start - 1))) start--;
+    if (start === m.index) continue;
+    const end = m.index + m[0].length;
+    out += s.slice(copied, start) + replace(s.slice(start, end));
+    copied = end;
+  }
+  return copied === 0 ? s : out + s.slice(copied);
+}
+
+export function createRedactStep(cfg: RedactConfig, ctx: StepContext): Step {
+  const counters = { processed: 0, redacted: 0 };
+  const rules: Rule[] = [];
+  if (cfg.patterns.length === 0 && cfg.presets.length === 0) ctx.fault('', 'needs at least one of patterns, presets');
+  cfg.patterns.forEach((p, j) => {
+    try {
+      rules.push({ re: new RegExp(p, 'g') });
+    } catch (err) {
+      ctx.fault(`patterns[${j}]`, `invalid regular expression ${JSON.stringify(p)}: ${(err as Error).message.replace(/^Invalid regular expression: \/[\s\S]*\/[a-z]*: /, '')}`);
+    }
+  });
+  cfg.presets.forEach((p, j) => {
+    if (!Object.hasOwn(PRESETS, p)) ctx.fault(`presets[${j}]`, `must be one of ${PRESET_ORDER.map((x) => JSON.stringify(x)).join(', ')}, got ${JSON.stringify(p)}`);
+  });
+  for (const name of PRESET_ORDER) if (cfg.presets.includes(name)) rules.push(PRESETS[name]);
+  const targets: { get: Getter; set: Setter }[] = [];
+  cfg.fields.forEach((text, j) => {
+    const path = pathAt(ctx, `fields[${j}]`, text);
+    if (path) targets.push({ get: compileGet(path), set: compileSet(path) });
+  });
+
+  const { replacement, salt } = cfg;
+  const masked = cfg.hash ? (m: string) => `sha256:${createHash('sha256').update(salt + m).digest('hex').slice(0, 16)}` : () => replacement;
+  // one replacer per rule, made once: the per-entry path allocates no closure
+  const replacers = rules.map((rule) => (match: string, ...groups: unknown[]): string => {
+    if (match === '' || (rule.accept && !rule.accept(match))) return match;
+    counters.redacted++;
+    if (rule.keepGroup !== undefined) {
+      const kept = groups[rule.keepGroup - 1] as string;
+      return kept + masked(match.slice(kept.length));
+    }
+    return masked(match);
+  });
+
+  const redactString = (s: string): string => {
+    for (let i = 0; i < rules.length; i++) {
+      const rule = rules[i]!;
+      if (rule.needs !== undefined && !s.includes(rule.needs)) continue;
+      if (rule.possible !== undefined && !rule.possible(s)) continue;
+      const re = rule.re;
+      re.lastIndex = 0;
+      s = rule.extendsLeft ? replaceExtended(s, re, rule.extendsLeft, replacers[i]!) : s.replace(re, replacers[i]!);
+    }
+    return s;
+  };
+  /** the value with its strings redacted: the same value when nothing changed, else a copy */
+  const redactValue = (v: unknown, depth: number): unknown => {
+    if (typeof v === 'string') return redactString(v);
+    if (typeof v !== 'object' || v === null || depth > 64) return v;
+    if (Array.isArray(v)) {
+      let out: unknown[] | undefined;
+      for (let i = 0; i < v.length; i++) {
+        const r = redactValue(v[i], depth + 1);
+        if (r !== v[i]) (out ??= v.slice())[i] = r;
+      }
+      return out ?? v;
+    }
+    let out: Record<string, unknown> | undefined;
+    const o = v as Record<string, unknown>;
+    for (const k in o) {
+      const r = redactValue(o[k], depth + 1);
+      if (r !== o[k]) (out ??= { ...o })[k] = r;
+    }
+    return out ?? v;
+  };
+
+  return {
+    counters,
+    run(e) {
+      counters.processed++;
+      for (let i = 0; i < targets.length; i++) {
+        const t = targets[i]!;
+        const v = t.get(e);
+        if (v === undefined) continue;
+        const r = redactValue(v, 0);
+        if (r !== v) t.set(e, r);
+      }
+      return true;
+    },
+  };
+}

@@ -1,0 +1,64 @@
+// Templates (DESIGN.md §24): strings with `{{ path }}` parts, compiled once into a function of
+// the entry; a missing path gives "".
+
+import type { Entry } from '../core/entry.js';
+import { compileGet, type Getter, PathSyntaxError, readPath, textOf } from './path.js';
+
+export type Template = (e: Entry) => string;
+
+/** A template that does not compile: the reason and the 1-based column. */
+export class TemplateError extends Error {
+  constructor(
+    readonly reason: string,
+    readonly column: number,
+  ) {
+    super(`${reason} at column ${column}`);
+    this.name = 'TemplateError';
+  }
+}
+
+/** True when `text` has a `{{` part (a constant string needs no per-entry work). */
+export const isTemplate = (text: string): boolean => text.includes('{{');
+
+/** Compiles `text`; throws TemplateError. */
+export function compileTemplate(text: string): Template {
+  const literals: string[] = [];
+  const getters: Getter[] = [];
+  let i = 0;
+  let lit = '';
+  while (i < text.length) {
+    const open = text.indexOf('{{', i);
+    if (open < 0) break;
+    lit += text.slice(i, open);
+    let j = open + 2;
+    while (text[j] === ' ') j++;
+    let path;
+    try {
+      const read = readPath(text, j);
+      path = read.path;
+      j = read.end;
+    } catch (err) {
+      if (err instanceof PathSyntaxError) throw new TemplateError(err.message, err.at + 1);
+      throw err;
+    }
+    while (text[j] === ' ') j++;
+    if (!text.startsWith('}}', j)) throw new TemplateError('expected "}}"', j + 1);
+    literals.push(lit);
+    lit = '';
+    getters.push(compileGet(path));
+    i = j + 2;
+  }
+  lit += text.slice(i);
+  if (getters.length === 0) return () => lit;
+  const tail = lit;
+  if (getters.length === 1) {
+    const [head] = literals as [string];
+    const [get] = getters as [Getter];
+    return (e) => head + textOf(get(e)) + tail;
+  }
+  return (e) => {
+    let s = '';
+    for (let k = 0; k < getters.length; k++) s += literals[k]! + textOf(getters[k]!(e));
+    return s + tail;
+  };
+}
