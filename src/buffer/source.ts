@@ -7,11 +7,13 @@
 
 import { join } from 'node:path';
 import type { PluginConfig } from '../config/schema.js';
-import { checkFields, isPlainObject } from '../config/spec.js';
+import { checkFields } from '../config/spec.js';
 import type { Entry } from '../core/entry.js';
 import { ConfigError, errorMessage, PluginError } from '../core/errors.js';
 import type { Source, SourceContext, SourceFactory, SourcePositions } from '../core/source.js';
-import { BUFFER_FIELDS, BUFFER_POSITION_KEY, type BufferConfig } from './config.js';
+import { BUFFER_FIELDS, BUFFER_POSITION_KEY, type BufferConfig, wantsDiskBuffer } from './config.js';
+
+export { wantsDiskBuffer };
 import { type BufferCounters, bufferCounters, DiskBuffer } from './disk-buffer.js';
 
 const MiB = 1024 * 1024;
@@ -30,12 +32,6 @@ export interface BufferHost {
 /** The directory of one source's disk buffer. */
 export function bufferDir(dataDir: string, pipeline: string, source: string): string {
   return join(dataDir, 'buffers', pipeline, source);
-}
-
-/** True when the plugin asks for a disk buffer (its table is checked by its factory). */
-export function wantsDiskBuffer(plugin: PluginConfig): boolean {
-  const b = (plugin.config as Record<string, unknown> | undefined)?.buffer;
-  return isPlainObject(b) && b.type === 'disk';
 }
 
 /** Builds the source with `factory`; with a disk buffer, wrapped by it. */
