@@ -13,7 +13,7 @@ import { eachWireRun, encodeWire, type WireItem, wireItems } from '../chain/wire
 import { settle, type Ticket } from '../core/ack.js';
 import { errorMessage } from '../core/errors.js';
 import { clientTlsOptions } from '../net/tls.js';
-import { createLinkState } from '../chain/link-state.js';
+import { createRequestLinkState } from '../chain/link-state.js';
 import type { Sink, SinkFactory } from './types.js';
 
 interface HttpChainSinkConfig extends ChainSinkConfig {
@@ -88,7 +88,7 @@ export const createHttpChainSink: SinkFactory = (plugin, ctx): Sink => {
   const backoff = chainBackoff(cfg);
   const counters = { connected: 0, reconnects: 0, batches_sent: 0, dropped_batches: 0, synthesized: 0 };
   const log = ctx.log;
-  const link = createLinkState(counters, log, `${cfg.host}:${cfg.port}`);
+  const link = createRequestLinkState(counters, log, `${cfg.host}:${cfg.port}`, 'Chain link', cfg.backoff_max_ms);
   const headers = {
     'Content-Type': NDJSON,
     [HEADER_PROTOCOL]: String(PROTOCOL_VERSION),
@@ -179,13 +179,15 @@ export const createHttpChainSink: SinkFactory = (plugin, ctx): Sink => {
     });
     req.setTimeout(cfg.request_timeout_ms, () => req.destroy(new Error(`no answer within request_timeout_ms (${cfg.request_timeout_ms} ms)`)));
     req.on('error', (err) => {
-      link.down({ error: errorMessage(err) }, closing);
+      if (!closing) link.failed({ error: errorMessage(err) });
       settle(() => retry(batch, errorMessage(err)));
     });
     req.on('response', (res) => {
       res.resume();
       const status = res.statusCode ?? 0;
-      link.up({ status });
+      // up only on success (a relay answering 503 to everything is not an up link)
+      if (status >= 200 && status < 300) link.succeeded({ status });
+      else if (isRetryable(status)) link.failed({ status });
       settle(() => {
         if (status >= 200 && status < 300) {
           counters.batches_sent++;
@@ -243,6 +245,7 @@ export const createHttpChainSink: SinkFactory = (plugin, ctx): Sink => {
       clearTimeout(retryTimer);
       retryTimer = undefined;
       clearTimeout(flushTimer);
+      link.close();
       agent?.destroy();
     },
   };

@@ -9,7 +9,7 @@ import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { promisify } from 'node:util';
 import { gzip } from 'node:zlib';
 import { HeldWaiters } from '../chain/held-waiters.js';
-import { createLinkState } from '../chain/link-state.js';
+import { createRequestLinkState } from '../chain/link-state.js';
 import type { PluginSpec } from '../config/spec.js';
 import { settle, type Ticket } from '../core/ack.js';
 import { Backoff } from '../core/backoff.js';
@@ -122,7 +122,7 @@ export const createOtlpSink: SinkFactory = (plugin, ctx): Sink => {
   const backoff = new Backoff({ min_ms: cfg.backoff_min_ms, max_ms: cfg.backoff_max_ms, jitter: 0.2 });
   const counters = { connected: 0, batches_sent: 0, retries: 0, dropped_batches: 0 };
   const log = ctx.log;
-  const link = createLinkState(counters, log, remote, 'OTLP export');
+  const link = createRequestLinkState(counters, log, remote, 'OTLP export', cfg.backoff_max_ms);
   const headers: Record<string, string> = {
     'User-Agent': `logrelay/${VERSION}`,
     ...extraHeaders,
@@ -260,12 +260,14 @@ export const createOtlpSink: SinkFactory = (plugin, ctx): Sink => {
     const req = request({ host, port, path, method: 'POST', agent, headers: { ...headers, 'Content-Length': body.length } });
     req.setTimeout(cfg.request_timeout_ms, () => req.destroy(new Error(`no answer within request_timeout_ms (${cfg.request_timeout_ms} ms)`)));
     req.on('error', (err) => {
-      link.down({ error: errorMessage(err) }, closing);
+      if (!closing) link.failed({ error: errorMessage(err) });
       conclude(() => retry(batch, errorMessage(err), undefined));
     });
     req.on('response', (res) => {
       const status = res.statusCode ?? 0;
-      link.up({ status });
+      // up only on success; a retried status counts toward down, other refusals drop their batch
+      if (status >= 200 && status < 300) link.succeeded({ status });
+      else if (isRetryable(status)) link.failed({ status });
       const chunks: Buffer[] = [];
       let size = 0;
       res.on('data', (chunk: Buffer) => {
@@ -313,6 +315,7 @@ export const createOtlpSink: SinkFactory = (plugin, ctx): Sink => {
       clearTimeout(retryTimer);
       retryTimer = undefined;
       clearTimeout(flushTimer);
+      link.close();
       agent?.destroy();
     },
   };
