@@ -93,3 +93,20 @@ test.serial('a file source whose directory does not exist warns once, keeps watc
   await waitFor(() => node.out.includes('first line'), 'the line of a file in the directory that appeared');
   t.is(await node.stop(), 0);
 });
+
+test.serial('an include glob whose fixed prefix does not exist warns once with that directory, and reads it once it appears', async (t) => {
+  const dir = ownedTempDir(t);
+  const pods = join(dir.path, 'pods');
+  const text = pipeline('p', `id = "f"\ntype = "file"\nconfig = { include = [${JSON.stringify(`${pods}/**/*.log`)}], check_interval_ms = 50, from = "start" }`, 'type = "stdout"');
+  const node = spawnOwnedNode(t, ['-c', dir.file('glob.toml', text)]);
+  const missing = () => node.records.filter((r) => r.msg === 'Directory does not exist, watching for it');
+  await waitFor(() => missing().length > 0, 'the warning for the glob base');
+  await sleep(500); // ten more discovery rounds
+  t.is(missing().length, 1);
+  t.like(missing()[0], { level: 'warn', pipeline: 'p', plugin: 'f', directory: pods });
+  mkdirSync(join(pods, 'ns_pod_uid', 'app'), { recursive: true });
+  writeFileSync(join(pods, 'ns_pod_uid', 'app', '0.log'), 'from the pod\n');
+  await waitFor(() => node.out.includes('from the pod'), 'the line of a file under the base that appeared');
+  await waitFor(() => node.records.some((r) => r.msg === 'Directory appeared' && r.directory === pods), 'INFO Directory appeared');
+  t.is(await node.stop(), 0);
+});
