@@ -23,6 +23,8 @@ export interface SourceContext {
   emit(entries: Entry[], done?: () => void): void;
   /** Set when the pipeline stamps ids (it has a chain sink): the node name for their prefix. */
   readonly idNode: string | undefined;
+  /** `node_name`, for sources that name the node an entry was produced on (container logs); absent in tests that build a source alone */
+  readonly node?: string;
   /**
    * Set when the pipeline's flow has dedup: true when `id` is already in its window, counted as a
    * duplicate dropped. A chain source asks with the id a line ends with (`trailingIdOf`) and skips

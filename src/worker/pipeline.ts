@@ -164,7 +164,7 @@ class AssembledPipeline implements Pipeline {
           if (ref.source) this.emitBatch(ref.source, ids, entries, done);
         };
         const duplicate = this.flow?.dedup ? this.flow.seen : undefined;
-        const ctx = { pipeline: cfg.name, log, checkOnly: opts.checkOnly, emit, isSaturated: () => this.saturated, idNode, duplicate };
+        const ctx = { pipeline: cfg.name, log, checkOnly: opts.checkOnly, emit, isSaturated: () => this.saturated, idNode, node: opts.node, duplicate };
         // a source with a disk buffer (DESIGN.md §23) is wrapped: its entries go through the buffer
         const source = withBuffer(factory, plugin, ctx, { dataDir: opts.dataDir ?? '', node: opts.node, window: bufferWindow });
         ref.source = source;
