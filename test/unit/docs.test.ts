@@ -79,3 +79,23 @@ test('the operator docs point to what a reader of the repository has, not to DES
     t.notRegex(text, /DESIGN\.md|§\d/, `${page} cites the design contract, which is not in the repository`);
   }
 });
+
+test('the shipped files in deploy/ cite the doc pages that say it, never DESIGN.md sections, and the sections they name exist', (t) => {
+  const files: string[] = [];
+  const walk = (dir: string) => {
+    for (const d of readdirSync(join(ROOT, dir), { withFileTypes: true })) {
+      if (d.isDirectory()) walk(join(dir, d.name));
+      else files.push(join(dir, d.name));
+    }
+  };
+  walk('deploy');
+  t.true(files.length > 10, `files in deploy/: ${files.length}`);
+  const readme = read('README.md');
+  for (const file of files) {
+    const text = read(file);
+    // the dashboard's JSON escapes § as \u00a7
+    t.notRegex(text, /DESIGN\.md|§\d|\\u00a7\d/, `${file} cites the design contract, which operators do not have`);
+    for (const m of text.matchAll(/README\.md, "([^"]+)"/g)) t.true(readme.includes(m[1]!), `${file}: README.md has no section "${m[1]}"`);
+    for (const m of text.matchAll(/(docs\/[a-z-]+\.md)/g)) t.true(existsSync(join(ROOT, m[1]!)), `${file}: ${m[1]} exists`);
+  }
+});
