@@ -2,11 +2,11 @@
 // it, `check` counts in the singular, `--help` and `check --explain` tell the reference, and a
 // file source waits for its directory with one warning.
 
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 import test from 'ava';
-import { ownedTempDir, sleep, spawnOwnedNode, waitFor } from '../helpers/node.js';
+import { ownedTempDir, ROOT, sleep, spawnOwnedNode, waitFor } from '../helpers/node.js';
 
 const pipeline = (name: string, source: string, sink: string) => `
 [[pipelines]]
@@ -67,6 +67,9 @@ test.serial('--help lists the commands, the override forms and the signals', asy
   t.regex(help, /SIGTERM, SIGINT\s+shut down/);
   t.regex(help, /check --explain KEY/);
   t.regex(help, /docs\/configuration\.md/);
+  // every page of the operator's reference, and what 69 covers besides a busy port
+  for (const page of readdirSync(join(ROOT, 'docs')).filter((f) => f.endsWith('.md'))) t.true(help.includes(`docs/${page}`), `--help names docs/${page}`);
+  t.regex(help, /69 [^\n]*unavailable at start[^]*data_dir locked by another node/);
 });
 
 test.serial('check --explain prints one key of the reference; an unknown key exits 2', async (t) => {
