@@ -33,6 +33,11 @@ export interface SourceContext {
   readonly duplicate?: (id: string, now: number) => boolean;
   /** True while a blocking sink is full; sources that can pause stop reading until resume(). */
   isSaturated(): boolean;
+  /**
+   * Why the source must stop taking when it is not the pipeline's queues (a full disk buffer):
+   * what a source that answers its senders (503) tells them; undefined otherwise.
+   */
+  readonly saturationReason?: () => string | undefined;
 }
 
 export interface Source {
