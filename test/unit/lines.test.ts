@@ -9,7 +9,7 @@ import { ContainerLines, parseCri, parseDocker } from '../../src/lines/container
 import { entryOf } from '../../src/lines/entries.js';
 import { containerLinkMeta, podLogMeta } from '../../src/lines/kubernetes.js';
 import type { LineCounters, LogicalLine } from '../../src/lines/line.js';
-import { type MultilineConfig, MultilineGroups, multilineRules } from '../../src/lines/multiline.js';
+import { MULTILINE_FIELDS, type MultilineConfig, MultilineGroups, multilineRules } from '../../src/lines/multiline.js';
 import { fileSourceConfig } from '../../src/sources/file-config.js';
 
 const zero = (): LineCounters => ({ parse_errors: 0, truncated_lines: 0, multiline_entries: 0, multiline_splits: 0, multiline_timeouts: 0 });
@@ -204,6 +204,18 @@ test('preset go: a panic and its goroutine dump are one entry', (t) => {
     texts(GO, 'go').out.map((l) => l.text),
     [lines[0], lines.slice(1, 8).join('\n'), lines[8]],
   );
+});
+
+test('preset go: the reference says what the preset does, function lines at column 0 and exit status included', (t) => {
+  const doc = (MULTILINE_FIELDS.preset as { values: Record<string, string> }).values.go!;
+  // each line of this dump after the panic continues it (the test above): the reference names its kind
+  for (const kind of ['indented lines', '`goroutine N [state]:`', 'function lines at column 0', '`main.main()`', '`created by …`', '`[signal …`', '`exit status N`', 'any other line begins the next entry']) {
+    t.true(doc.includes(kind), `the go preset's reference names ${kind}`);
+  }
+  const lines = GO.split('\n').filter((l) => l !== '');
+  const entry = texts(GO, 'go').out[1]!.text.split('\n');
+  t.true(entry.includes('main.main()') && entry.includes('exit status 2'), 'function lines at column 0 and exit status continue the dump');
+  t.is(texts(GO, 'go').out[2]!.text, lines[8]!, 'a line at column 0 of another kind begins the next entry');
 });
 
 test('the four modes with explicit patterns', (t) => {
