@@ -2,7 +2,10 @@
 // stream, Kubernetes path metadata, multiline groups in the four modes and with the presets,
 // bounds, timeouts, and the position a reader may start again from.
 
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import test from 'ava';
+import { ROOT } from '../helpers/node.js';
 import type { PluginConfig } from '../../src/config/schema.js';
 import { LineAssembler } from '../../src/lines/assembler.js';
 import { ContainerLines, parseCri, parseDocker } from '../../src/lines/container.js';
@@ -216,6 +219,17 @@ test('preset go: the reference says what the preset does, function lines at colu
   const entry = texts(GO, 'go').out[1]!.text.split('\n');
   t.true(entry.includes('main.main()') && entry.includes('exit status 2'), 'function lines at column 0 and exit status continue the dump');
   t.is(texts(GO, 'go').out[2]!.text, lines[8]!, 'a line at column 0 of another kind begins the next entry');
+});
+
+test('fields.time_nanos: set when the runtime\'s time is finer than the millisecond, as the README says', (t) => {
+  const nanosOf = (time: string) => assemble(`${time} stdout F x\n`, { format: 'cri' }).out[0]!.nanos;
+  t.is(nanosOf('2026-11-25T10:45:00.123456789Z'), '2026-11-25T10:45:00.123456789Z');
+  t.is(nanosOf('2026-11-25T10:45:00.123456Z'), '2026-11-25T10:45:00.123456Z');
+  t.is(nanosOf('2026-11-25T10:45:01.5Z'), undefined);
+  t.is(nanosOf('2026-11-25T10:45:01.500000000Z'), undefined);
+  const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+  t.regex(readme, /finer than the millisecond[^]{0,200}`fields\.time_nanos`/);
+  t.regex(readme, /`10:45:01\.5Z` or `10:45:01\.500000000Z` none/);
 });
 
 test('the four modes with explicit patterns', (t) => {
