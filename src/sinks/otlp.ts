@@ -10,7 +10,7 @@ import { promisify } from 'node:util';
 import { gzip } from 'node:zlib';
 import { HeldWaiters } from '../chain/held-waiters.js';
 import { createRequestLinkState } from '../chain/link-state.js';
-import type { PluginSpec } from '../config/spec.js';
+import { type Fields, isPlainObject, type PluginSpec, type Spec } from '../config/spec.js';
 import { settle, type Ticket } from '../core/ack.js';
 import { Backoff } from '../core/backoff.js';
 import { errorMessage, PluginError } from '../core/errors.js';
@@ -41,6 +41,21 @@ interface OtlpSinkConfig {
   readonly tls: TlsConfig;
 }
 
+/**
+ * The client `tls` table, whose switch is the endpoint's scheme: one rule, so `tls.enabled` only
+ * says what the scheme says (set against it, the sink fails to build).
+ */
+const OTLP_TLS_FIELDS: Fields = {
+  tls: {
+    ...(TLS_FIELDS.tls as Extract<Spec, { t: 'table' }>),
+    doc: 'client TLS of an https:// endpoint (the scheme decides: https:// is TLS, http:// is not): `ca_file`, and `cert_file` + `key_file` for mutual TLS',
+    fields: {
+      ...(TLS_FIELDS.tls as Extract<Spec, { t: 'table' }>).fields,
+      enabled: { t: 'boolean', def: false, doc: 'not needed: the endpoint\'s scheme decides; `true` with http:// or `false` with https:// is refused' },
+    },
+  },
+};
+
 export const OTLP_SINK: PluginSpec = {
   doc: 'exports entries as OpenTelemetry logs over OTLP/HTTP to a Collector or any OTLP backend; retries until the batch is taken',
   fields: {
@@ -62,7 +77,7 @@ export const OTLP_SINK: PluginSpec = {
     backoff_min_ms: { t: 'number', def: 250, int: true, min: 1, doc: 'first retry delay; doubles per failure, ±20 % jitter' },
     backoff_max_ms: { t: 'number', def: 30000, int: true, min: 1, doc: 'longest retry delay (a longer Retry-After is still honoured)' },
     ...SINK_QUEUE_FIELDS,
-    ...TLS_FIELDS,
+    ...OTLP_TLS_FIELDS,
   },
 };
 
@@ -103,6 +118,9 @@ function sinkConfig(plugin: Parameters<SinkFactory>[0]): { cfg: OtlpSinkConfig; 
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') fail('endpoint', `must be an http:// or https:// URL, got ${JSON.stringify(cfg.endpoint)}`);
   if (url.protocol === 'http:' && cfg.tls.enabled) fail('tls.enabled', 'needs an https:// endpoint');
+  // the scheme is the switch: an explicit false would read as "no TLS" where TLS is used
+  const rawTls = (plugin.config as Record<string, unknown>).tls;
+  if (url.protocol === 'https:' && isPlainObject(rawTls) && rawTls.enabled === false) fail('tls.enabled', 'is false, but an https:// endpoint is TLS (the scheme decides: leave tls.enabled out)');
   if (cfg.backoff_max_ms < cfg.backoff_min_ms) fail('backoff_max_ms', `must be >= backoff_min_ms (${cfg.backoff_min_ms}), got ${cfg.backoff_max_ms}`);
   const headers: Record<string, string> = {};
   for (const [name, value] of Object.entries(cfg.headers)) {
