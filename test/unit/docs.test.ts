@@ -99,3 +99,28 @@ test('the shipped files in deploy/ cite the doc pages that say it, never DESIGN.
     for (const m of text.matchAll(/(docs\/[a-z-]+\.md)/g)) t.true(existsSync(join(ROOT, m[1]!)), `${file}: ${m[1]} exists`);
   }
 });
+
+test('the ids paragraph of the README names every sink type whose pipeline stamps ids', async (t) => {
+  const { SINKS } = await import('../../src/sinks/index.js');
+  const { createLogger } = await import('../../src/core/log.js');
+  const log = createLogger('error', { write: () => undefined });
+  const para = read('README.md').split('**Entry ids and dedup.**')[1]!.split('\n\n')[0]!;
+  const configs: Record<string, Record<string, unknown>> = {
+    tcp_chain: { host: '127.0.0.1', port: 1 },
+    http_chain: { host: '127.0.0.1', port: 1 },
+    nats: { servers: ['nats://127.0.0.1:4222'] },
+    otlp: { endpoint: 'http://127.0.0.1:4318/v1/logs' },
+  };
+  const stamping: string[] = [];
+  for (const [type, factory] of Object.entries(SINKS)) {
+    let sink;
+    try {
+      sink = factory({ id: 's', type, config: configs[type] ?? { host: '127.0.0.1', port: 1, directory: '/tmp', name: 'x', servers: ['nats://127.0.0.1:4222'] } }, { pipeline: 'p', log, checkOnly: true, node: 'n' });
+    } catch {
+      continue;
+    }
+    if (sink.carriesIds) stamping.push(type);
+  }
+  t.deepEqual(stamping.sort(), Object.keys(configs).sort(), 'the sink types that carry ids');
+  for (const type of stamping) t.true(para.includes(`\`${type}\``), `the ids paragraph names ${type}`);
+});
