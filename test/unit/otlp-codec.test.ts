@@ -343,3 +343,39 @@ test('the reader takes varints as protobuf writes them, negative ones too', (t) 
     t.deepEqual(new ProtoReader(Buffer.from(w.finish())).int64(), v);
   }
 });
+
+test('a bytesValue body keeps its kind through an entry (fields.body.bytesValue) and back, in protobuf and JSON; a string that reads as base64 stays a string', (t) => {
+  const bytes = Buffer.from([0, 1, 2, 250, 255]);
+  const asB64 = bytes.toString('base64');
+  const proto = Buffer.from(
+    ExportLogsServiceRequest.encode(
+      ExportLogsServiceRequest.fromObject({
+        resourceLogs: [{ resource: { attributes: [{ key: 'service.name', value: { stringValue: 'svc' } }] }, scopeLogs: [{ logRecords: [{ body: { bytesValue: bytes } }, { body: { stringValue: asB64 } }] }] }],
+      }),
+    ).finish(),
+  );
+  const json = JSON.stringify({
+    resourceLogs: [{ resource: { attributes: [{ key: 'service.name', value: { stringValue: 'svc' } }] }, scopeLogs: [{ logRecords: [{ body: { bytesValue: asB64 } }, { body: { stringValue: asB64 } }] }] }],
+  });
+  for (const [name, req] of [
+    ['protobuf', decodeRequest(proto)],
+    ['json', decodeJsonRequest(json)],
+  ] as const) {
+    const { entries } = mapRequest(req, 1_700_000_000_000, 1 << 20);
+    t.deepEqual(entries[0]!.fields?.body, { bytesValue: asB64 }, `${name}: the bytes body's kind is kept`);
+    t.is(entries[1]!.message, asB64, `${name}: a string body is the message`);
+    t.is(entries[1]!.fields?.body, undefined, `${name}: and has no fields.body`);
+    const placed = entries.map((e) => placeEntry(e, 'n', 1_700_000_000_000));
+    const back = ExportLogsServiceRequest.toObject(ExportLogsServiceRequest.decode(encodeRequest(groupPlaced(placed))), { bytes: String }) as {
+      resourceLogs: { scopeLogs: { logRecords: { body: { bytesValue?: string; stringValue?: string } }[] }[] }[];
+    };
+    const bodies = back.resourceLogs[0]!.scopeLogs[0]!.logRecords.map((r) => r.body);
+    t.deepEqual(bodies, [{ bytesValue: asB64 }, { stringValue: asB64 }], `${name} in, protobuf out`);
+    const backJson = JSON.parse(encodeJsonRequest(groupPlaced(placed))) as typeof back;
+    t.deepEqual(
+      backJson.resourceLogs[0]!.scopeLogs[0]!.logRecords.map((r) => r.body),
+      [{ bytesValue: asB64 }, { stringValue: asB64 }],
+      `${name} in, JSON out`,
+    );
+  }
+});
