@@ -33,12 +33,14 @@ const HELP_MORE = `  Configuration
   Exit codes
     0 ok, 1 runtime failure or drain cut short,
     2 the command line is wrong: unknown command or option, a value a --flag cannot take (type, choice, range),
-    69 a resource the configuration names is unavailable (a listener's address in use),
+    69 a resource the configuration names is unavailable at start (a listener's address in use,
+       data_dir locked by another node),
     78 the configuration is wrong: a fault in the file or the environment (same values as above: 78, not 2)
 
   Reference
     $ logrelay check --explain KEY    one key's type, default, unit and meaning, e.g. sinks.http.port or buffer_size
-    docs/configuration.md (every key), docs/operations.md, docs/counters.md, docs/protocol.md
+    docs/configuration.md (every key), docs/operations.md, docs/counters.md, docs/protocol.md,
+    docs/kubernetes.md
 
 `;
 

@@ -1,7 +1,8 @@
 // The `buffer` table of the sources that cannot replay (DESIGN.md §23): its keys, their checks,
 // and the key under which a buffered source reports its acknowledged sequence as a position.
 
-import type { Fields } from '../config/spec.js';
+import type { PluginConfig } from '../core/plugin-config.js';
+import { type Fields, isPlainObject } from '../config/spec.js';
 
 export interface BufferConfig {
   readonly type: 'memory' | 'disk';
@@ -48,3 +49,9 @@ export const BUFFER_FIELDS: Fields = {
     },
   },
 };
+
+/** True when the plugin asks for a disk buffer (its table is checked by its factory). */
+export function wantsDiskBuffer(plugin: PluginConfig): boolean {
+  const b = (plugin.config as Record<string, unknown> | undefined)?.buffer;
+  return isPlainObject(b) && b.type === 'disk';
+}

@@ -144,6 +144,8 @@ export class DiskBuffer {
     // the thread's start takes tens of milliseconds: under way before the first records come
     startWriter();
     this.opened = true;
+    // what the checkpoint says was delivered goes now, not at the next write (see prune)
+    this.prune();
     this.post();
     this.count();
   }
@@ -362,14 +364,18 @@ export class DiskBuffer {
       this.segments.shift();
       this.remove(seg);
     }
-    // The segment being written, wholly saved as acknowledged, goes too (the next write starts a
-    // new one): one large append may fill a buffer alone, and a full buffer takes nothing more.
-    const w = this.writeSeg;
-    if (w && this.segments.length === 1 && this.segments[0] === w && !this.rolling && !this.writes.anyPosted && !this.writes.anyPending && !this.reader.busy && this.savedSeq >= this.nextSeq - 1) {
-      this.writeSeg = undefined;
-      const fh = this.writeFh;
-      this.writeFh = undefined;
-      void fh?.close().catch(() => undefined);
+    // The last segment, wholly saved as acknowledged, goes too (the next write starts a new
+    // one): the one being written (one large append may fill a buffer alone, and a full buffer
+    // takes nothing more), or one a restart found, delivered since or before (else it would sit
+    // on disk, counted in buffer_bytes, until the next write).
+    const w = this.segments.length === 1 ? this.segments[0]! : undefined;
+    if (w && (w === this.writeSeg || !this.writeSeg) && !this.rolling && !this.writes.anyPosted && !this.writes.anyPending && !this.reader.busy && this.savedSeq >= this.nextSeq - 1) {
+      if (w === this.writeSeg) {
+        this.writeSeg = undefined;
+        const fh = this.writeFh;
+        this.writeFh = undefined;
+        void fh?.close().catch(() => undefined);
+      }
       if (this.reader.segment === w) void this.reader.closeSegment();
       this.segments.pop();
       this.remove(w);

@@ -7,16 +7,20 @@
 
 import { join } from 'node:path';
 import type { PluginConfig } from '../config/schema.js';
-import { checkFields, isPlainObject } from '../config/spec.js';
+import { checkFields } from '../config/spec.js';
 import type { Entry } from '../core/entry.js';
 import { ConfigError, errorMessage, PluginError } from '../core/errors.js';
 import type { Source, SourceContext, SourceFactory, SourcePositions } from '../core/source.js';
-import { BUFFER_FIELDS, BUFFER_POSITION_KEY, type BufferConfig } from './config.js';
+import { BUFFER_FIELDS, BUFFER_POSITION_KEY, type BufferConfig, wantsDiskBuffer } from './config.js';
+
+export { wantsDiskBuffer };
 import { type BufferCounters, bufferCounters, DiskBuffer } from './disk-buffer.js';
 
 const MiB = 1024 * 1024;
 /** How long a buffer that cannot be opened waits before the next attempt, ms. */
 const OPEN_RETRY_MS = 1000;
+/** WARN `Disk buffer full` at most this often while it fills up again and again, ms. */
+const FULL_LOG_INTERVAL_MS = 60_000;
 
 export interface BufferHost {
   /** `data_dir`; empty: none (a disk buffer is then a configuration error) */
@@ -30,12 +34,6 @@ export interface BufferHost {
 /** The directory of one source's disk buffer. */
 export function bufferDir(dataDir: string, pipeline: string, source: string): string {
   return join(dataDir, 'buffers', pipeline, source);
-}
-
-/** True when the plugin asks for a disk buffer (its table is checked by its factory). */
-export function wantsDiskBuffer(plugin: PluginConfig): boolean {
-  const b = (plugin.config as Record<string, unknown> | undefined)?.buffer;
-  return isPlainObject(b) && b.type === 'disk';
 }
 
 /** Builds the source with `factory`; with a disk buffer, wrapped by it. */
@@ -71,7 +69,13 @@ export function withBuffer(factory: SourceFactory, plugin: PluginConfig, ctx: So
     }
     buffer.append(entries, Date.now(), done);
   };
-  const source = factory(plugin, { ...ctx, emit, isSaturated: blocking });
+  const saturationReason = () => {
+    const b = at.buffer;
+    if (b && !b.opened) return 'disk buffer opening';
+    if (!b?.full) return undefined;
+    return b.isFailing ? 'disk buffer cannot write' : 'disk buffer full';
+  };
+  const source = factory(plugin, { ...ctx, emit, isSaturated: blocking, saturationReason });
   at.source = source;
   const table = checkBuffer(plugin);
   at.cfg = table;
@@ -97,7 +101,13 @@ export function withBuffer(factory: SourceFactory, plugin: PluginConfig, ctx: So
   let handed = 0;
   let stopping = false;
   let started = false;
+  let fullLoggedAt = 0;
   buffer.onState = () => {
+    // a full buffer is told (a failing one logs its own ERROR): senders are refused or entries dropped meanwhile
+    if (buffer.full && !buffer.isFailing && Date.now() - fullLoggedAt >= FULL_LOG_INTERVAL_MS) {
+      fullLoggedAt = Date.now();
+      ctx.log.warn({ dir, max_size_mb: table.max_size_mb, when_full: table.when_full }, 'Disk buffer full');
+    }
     if (stopping || !started) return;
     if (blocking()) source.pause?.();
     else source.resume?.();

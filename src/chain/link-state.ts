@@ -26,3 +26,47 @@ export function createLinkState(counters: { connected: number }, log: Logger, re
     },
   };
 }
+
+/** A link made of requests (http_chain, otlp): its state follows their outcomes, not the socket's. */
+export interface RequestLinkState {
+  /** A request succeeded (2xx): the link is up; logs when it was down. */
+  succeeded(fields?: Record<string, unknown>): void;
+  /**
+   * A request failed (a status retried, a network error, a timeout): the link goes down, with
+   * the last failure's fields, once requests kept failing for `downAfterMs` with no success between.
+   */
+  failed(fields?: Record<string, unknown>): void;
+  /** A planned close: down without a line. */
+  close(): void;
+}
+
+/**
+ * Up only while requests succeed: a receiver that answers 503 to everything is not "up" because
+ * it answers. `downAfterMs` is the sink's `backoff_max_ms`: one failed attempt is no outage, a
+ * run of them that lasts through the longest retry delay is.
+ */
+export function createRequestLinkState(counters: { connected: number }, log: Logger, remote: string, name: string, downAfterMs: number): RequestLinkState {
+  const link = createLinkState(counters, log, remote, name);
+  let timer: NodeJS.Timeout | undefined;
+  let last: Record<string, unknown> = {};
+  return {
+    succeeded(fields) {
+      clearTimeout(timer);
+      timer = undefined;
+      link.up(fields);
+    },
+    failed(fields) {
+      last = fields ?? {};
+      if (timer || counters.connected === 0) return;
+      timer = setTimeout(() => {
+        timer = undefined;
+        link.down({ ...last, failing_ms: downAfterMs });
+      }, downAfterMs);
+    },
+    close() {
+      clearTimeout(timer);
+      timer = undefined;
+      link.down({}, true);
+    },
+  };
+}

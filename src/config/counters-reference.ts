@@ -234,7 +234,12 @@ export const COUNTER_SECTIONS: readonly CounterSection[] = [
       { name: 'rejected_clients', owners: ['http'], doc: 'clients refused over `max_connections`' },
       { name: 'tls_handshake_errors', owners: ['tcp', 'http'], doc: 'failed TLS handshakes of clients' },
       { name: 'auth_rejected', owners: ['tcp', 'http'], doc: 'clients whose certificate identity is not in `allow`' },
-      { name: 'connected', owners: ['tcp_chain', 'http_chain', 'syslog', 'nats', 'otlp'], gauge: true, doc: '1 while the link is up' },
+      {
+        name: 'connected',
+        owners: ['tcp_chain', 'http_chain', 'syslog', 'nats', 'otlp'],
+        gauge: true,
+        doc: '1 while the link is up: `tcp_chain` and `syslog` while connected; `http_chain` and `otlp` from a 2xx answer until requests failed (a retried status, a network error) for `backoff_max_ms` with no success between (a receiver answering 503 to everything is down); `nats` while connected, and down too when publishes failed for `backoff_max_ms` (no stream, no acknowledgement)',
+      },
       {
         name: 'reconnects',
         owners: ['tcp_chain', 'http_chain', 'syslog', 'nats'],
@@ -262,7 +267,7 @@ export const COUNTER_SECTIONS: readonly CounterSection[] = [
         when: 'with `dead_letter`',
         doc: 'entries this sink gave up on for good (`http_chain`: a permanent status; `otlp`: a rejected or partly rejected request; `file`: a failed write, tried twice) and handed to its dead letter sink with `fields.dead_letter`; not a loss, not in `dropped_batches`',
       },
-      { name: 'retries', owners: ['otlp'], doc: 'requests that failed and will be sent again (429, 502, 503, 504, timeouts, network errors)' },
+      { name: 'retries', owners: ['otlp', 'nats'], doc: '`otlp`: requests that failed and will be sent again (429, 502, 503, 504, timeouts, network errors); `nats`: failed publishes (an error reply, no stream, no acknowledgement in time), each retried' },
       { name: 'published', owners: ['nats'], doc: 'entries JetStream acknowledged (in batches of up to `max_batch_count` per message)' },
       { name: 'retried', owners: ['nats'], doc: 'entries published again in their batch (no acknowledgement within `request_timeout_ms`, an error reply, no stream yet, or a reconnect)' },
     ],
@@ -290,6 +295,7 @@ const METRIC_SOURCES: Readonly<Record<string, string>> = {
   logrelay_chain_unacked_entries: '`unacked` of `tcp_chain` and nats sinks and of the nats source',
   logrelay_chain_reconnects_total: '`reconnects` of chain, syslog and nats sinks and of the nats source',
   logrelay_link_bytes_total: 'sink `bytes_raw` (`stage="raw"`) and `bytes_sent` (`stage="wire"`), source `bytes_received` (`stage="wire"`) of chain links; wire ÷ raw is the compression ratio',
+  logrelay_chain_retries_total: '`retries` of otlp and nats sinks (`http_chain` counts its failed requests in `reconnects`)',
   logrelay_file_lag_bytes: '`lag_bytes`',
   logrelay_buffer_bytes: '`buffer_bytes`',
   logrelay_buffer_entries: '`buffer_entries`',
@@ -369,7 +375,9 @@ its rise sees them all.
 const OUTRO = `
 Useful alerts (\`deploy/prometheus/\` has them as rules): any rise of
 \`logrelay_dropped_entries_total\`; \`logrelay_pipeline_up == 0\`; \`logrelay_chain_connected == 0\`
-for a minute; \`logrelay_file_lag_bytes\` growing; a \`logrelay_reloads_total{result="failed"}\`
+for a minute; \`logrelay_chain_retries_total\` or \`logrelay_chain_reconnects_total\` rising for 10
+minutes (a link that keeps failing, even one that succeeds now and then and so still says
+connected); \`logrelay_file_lag_bytes\` growing; a \`logrelay_reloads_total{result="failed"}\`
 rise; a certificate expiry within 14 days (the node also logs WARN \`Certificate expires soon\`).
 `;
 

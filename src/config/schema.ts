@@ -120,7 +120,11 @@ export interface Config {
 }
 
 const plugin = (kind: 'source' | 'sink'): Fields => ({
-  id: { t: 'string', nonEmpty: true, doc: `unique within the pipeline; names the ${kind} in logs, counters and errors; default the type` },
+  id: {
+    t: 'string',
+    nonEmpty: true,
+    doc: `unique within the pipeline; names the ${kind} in logs, counters and errors${kind === 'source' ? ' and its disk buffer directory' : ''}; letters, digits, \`_\`, \`-\`, \`.\`, not starting with \`.\`, at most 64; default the type`,
+  },
   type: { t: 'string', required: true, doc: `the ${kind} type (see ${kind === 'source' ? 'Sources' : 'Sinks'} below)` },
   config: { t: 'free', doc: "the type's own keys (see its section below)" },
 });
@@ -196,7 +200,12 @@ export const CONFIG_FIELDS: Fields = {
     min: 1,
     doc: 'one chain of sources → flow → sinks each, run in a worker process of its own',
     fields: {
-      name: { t: 'string', required: true, nonEmpty: true, doc: 'unique; appears in logs and errors as `pipeline=<name>`' },
+      name: {
+        t: 'string',
+        required: true,
+        nonEmpty: true,
+        doc: 'unique; appears in logs and errors as `pipeline=<name>` and names its disk buffers\' directory; letters, digits, `_`, `-`, `.`, not starting with `.`, at most 64',
+      },
       fanout: {
         t: 'string',
         def: 'all',

@@ -1,5 +1,6 @@
-// Cross-checks the schema cannot express: unique names and ids, one stdin, and no two listeners
-// on one host:port (workers share listening handles through the primary, so the OS would not refuse it).
+// Cross-checks the schema cannot express: names and ids that are safe as directory names, unique
+// names and ids, one stdin, and no two listeners on one host:port (workers share listening
+// handles through the primary, so the OS would not refuse it).
 
 import { ConfigError, throwConfigFaults } from '../core/errors.js';
 import { createLogger } from '../core/log.js';
@@ -23,6 +24,19 @@ const MIN_REPORT_INTERVAL_MS = 100;
 const silent = createLogger('silent', { write() {} });
 
 /**
+ * Pipeline names and plugin ids become directory names (`<data_dir>/buffers/<pipeline>/<source
+ * id>/`): letters, digits, `_`, `-` and `.`, not starting with `.`, at most 64 characters. So no
+ * `/` can make two pairs share a directory and no `..` can leave `buffers/`.
+ */
+const NAME_RE = /^[A-Za-z0-9_-][A-Za-z0-9_.-]{0,63}$/;
+
+/** Why `name` cannot be a pipeline name or plugin id; undefined when it can. */
+export function nameFault(name: string): string | undefined {
+  if (NAME_RE.test(name)) return undefined;
+  return `must be 1 to 64 letters, digits, "_", "-" or "." and not start with ".", got ${JSON.stringify(name)}`;
+}
+
+/**
  * Runs on a configuration that passed the schema check (loadConfig calls it only then), so names,
  * types and ports are typed. Collects every clash, in file order, and throws them together.
  */
@@ -39,6 +53,8 @@ export function validateConfig(config: Config): Config {
   }
   const pipelines = config.pipelines.map((p, i): PipelineConfig => {
     const at = joinPath('pipelines', i);
+    const badName = nameFault(p.name);
+    if (badName) faults.push(new ConfigError(joinPath(at, 'name'), badName));
     if (names.has(p.name)) faults.push(new ConfigError(joinPath(at, 'name'), `duplicate pipeline name ${JSON.stringify(p.name)}`));
     names.add(p.name);
     const scan = (kind: 'source' | 'sink', key: string): PluginConfig[] => {
@@ -48,6 +64,8 @@ export function validateConfig(config: Config): Config {
         const where = joinPath(pluginAt, 'config');
         const cfg = plugin.config;
         const id = plugin.id ?? plugin.type;
+        const badId = nameFault(id);
+        if (badId) faults.push(new ConfigError(joinPath(pluginAt, plugin.id === undefined ? 'type' : 'id'), plugin.id === undefined ? `is the default id and ${badId}` : badId));
         if (ids.has(id)) faults.push(new ConfigError(joinPath(pluginAt, 'id'), `duplicate id ${JSON.stringify(id)}`));
         ids.add(id);
         if (kind === 'source' && plugin.type === 'stdin') {

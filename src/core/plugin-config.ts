@@ -2,7 +2,7 @@
 // `failed to create <kind> <id>: <key>: <reason>`.
 
 import { checkFields, type Fields } from './spec.js';
-import { ConfigError, type PluginKind, PluginError } from './errors.js';
+import { ConfigError, ConfigErrors, type PluginKind, PluginError, throwPluginFaults } from './errors.js';
 
 /** One `[[pipelines.sources]]` or `[[pipelines.sinks]]` table: its `config` is the plugin's to validate. */
 export interface PluginConfig {
@@ -15,9 +15,15 @@ export function pluginConfig<T>(kind: PluginKind, plugin: PluginConfig, fields: 
   try {
     return checkFields(fields, plugin.config, '') as T;
   } catch (err) {
-    if (err instanceof ConfigError) throw new PluginError(kind, plugin.id, err.path, err.message.slice(err.path.length + 2));
+    // every fault of the table, one PluginError each (`check` prints a line per fault)
+    if (err instanceof ConfigErrors) throwPluginFaults(err.faults.map((f) => asPluginError(kind, plugin.id, f)));
+    if (err instanceof ConfigError) throw asPluginError(kind, plugin.id, err);
     throw err;
   }
+}
+
+function asPluginError(kind: PluginKind, id: string, err: ConfigError): PluginError {
+  return new PluginError(kind, id, err.path, err.message.slice(err.path.length + 2));
 }
 
 /**

@@ -24,6 +24,8 @@ export interface SourceContext {
   emit(entries: Entry[], done?: () => void): void;
   /** Set when the pipeline stamps ids (it has a chain sink): the node name for their prefix. */
   readonly idNode: string | undefined;
+  /** `node_name`, for sources that name the node an entry was produced on (container logs); absent in tests that build a source alone */
+  readonly node?: string;
   /**
    * Set when the pipeline's flow has dedup: true when `id` is already in its window, counted as a
    * duplicate dropped. A chain source asks with the id a line ends with (`trailingIdOf`) and skips
@@ -37,6 +39,11 @@ export interface SourceContext {
    * never into the pipeline. Absent where nothing takes reports (`check`).
    */
   readonly report?: (report: NodeReport) => void;
+  /**
+   * Why the source must stop taking when it is not the pipeline's queues (a full disk buffer):
+   * what a source that answers its senders (503) tells them; undefined otherwise.
+   */
+  readonly saturationReason?: () => string | undefined;
 }
 
 export interface Source {

@@ -19,7 +19,7 @@ export const MULTILINE_FIELDS: Fields = {
     values: {
       java: 'a line, then `at …`, `... n more`, `Caused by: …`, `Suppressed: …` lines',
       python: '`Traceback (most recent call last):`, its indented lines, and the exception line that ends it',
-      go: '`panic:` or `fatal error:` and the goroutine dump after it, up to the next line that starts at column 0 with a letter other than `goroutine`',
+      go: '`panic:` or `fatal error:` and the dump after it: indented lines, `goroutine N [state]:` headers, function lines at column 0 (`main.main()`, `main.lookup(...)`), `created by …`, `[signal …` and `exit status N`; any other line begins the next entry',
     },
   },
   start_pattern: { t: 'string', doc: 'JavaScript regular expression: a line that may begin an entry (unset: any line); a line matching none while no entry is open is an entry of its own' },

@@ -120,6 +120,12 @@ export class NatsLink {
   /** a failure is logged at WARN once per outage, then at DEBUG */
   private outageLogged = false;
   private failed = false;
+  /**
+   * The connection is up. Its own flag, not `counters.connected`: a sink also lowers that while
+   * its publishes keep failing over a live connection, and must go on publishing to find out
+   * when they work again.
+   */
+  private isUp = false;
 
   constructor(private readonly o: NatsLinkOptions) {}
 
@@ -128,12 +134,12 @@ export class NatsLink {
   }
 
   get up(): boolean {
-    return this.o.counters.connected === 1;
+    return this.isUp;
   }
 
   /** Failed to connect, or lost the connection and not back since (not while the first attempt is under way). */
   get down(): boolean {
-    return this.failed && this.o.counters.connected !== 1;
+    return this.failed && !this.isUp;
   }
 
   start(): void {
@@ -172,6 +178,7 @@ export class NatsLink {
     this.nc = nc;
     const c = this.o.counters;
     c.connected = 1;
+    this.isUp = true;
     this.outageLogged = false;
     this.o.backoff.reset();
     this.o.log.debug({ server: nc.getServer() }, 'NATS connected');
@@ -180,10 +187,12 @@ export class NatsLink {
       for await (const s of nc.status()) {
         if (s.type === 'disconnect') {
           c.connected = 0;
+          this.isUp = false;
           this.outage('NATS connection lost, reconnecting', s.server);
           this.o.onDown?.();
         } else if (s.type === 'reconnect') {
           c.connected = 1;
+          this.isUp = true;
           c.reconnects++;
           this.outageLogged = false;
           this.o.backoff.reset();
@@ -196,6 +205,7 @@ export class NatsLink {
       if (this.nc !== nc) return;
       this.nc = undefined;
       c.connected = 0;
+      this.isUp = false;
       if (this.closing) return;
       this.outage('NATS connection closed, dialing again', err ?? 'closed');
       this.o.onDown?.();
@@ -219,6 +229,7 @@ export class NatsLink {
     await nc.close().catch(() => undefined);
     this.nc = undefined;
     this.o.counters.connected = 0;
+    this.isUp = false;
   }
 }
 

@@ -117,6 +117,7 @@ function logRecord(r: ProtoReader): OtlpLogRecord {
         break;
       case T_BODY:
         rec.body = anyValue(r.sub(), 0);
+        rec.bodyBytes = lastWasBytes;
         break;
       case T_ATTRIBUTES:
         keyValue(r.sub(), (rec.attributes ??= {}), 0);
@@ -162,10 +163,15 @@ const T_KVLIST = (6 << 3) | 2;
 const T_BYTES = (7 << 3) | 2;
 
 /** AnyValue in its JSON form; the last member of the oneof given wins, as in protobuf. */
+/** The AnyValue anyValue() read last (at any depth: read it right after the call) was a bytesValue. */
+let lastWasBytes = false;
+
 function anyValue(r: ProtoReader, depth: number): AnyJson {
   let value: AnyJson;
+  let bytes = false;
   while (r.more) {
     const tag = r.tag();
+    if (tag === T_STRING || tag === T_BOOL || tag === T_INT || tag === T_DOUBLE || tag === T_ARRAY || tag === T_KVLIST) bytes = false;
     switch (tag) {
       case T_STRING:
         value = r.string();
@@ -187,11 +193,13 @@ function anyValue(r: ProtoReader, depth: number): AnyJson {
         break;
       case T_BYTES:
         value = r.base64();
+        bytes = true;
         break;
       default:
         r.skip(tag & 7, tag >>> 3);
     }
   }
+  lastWasBytes = bytes;
   return value;
 }
 

@@ -48,7 +48,8 @@ function logRecord(w: ProtoWriter, rec: OtlpLogRecord): void {
   if (rec.severityText) w.string(3, rec.severityText);
   if (rec.body !== undefined) {
     const at = w.open(5);
-    anyValue(w, rec.body);
+    if (rec.bodyBytes && typeof rec.body === 'string') w.bytes(7, rec.body, 'base64');
+    else anyValue(w, rec.body);
     w.close(at);
   }
   if (rec.attributes !== undefined) attributes(w, 6, rec.attributes);

@@ -150,6 +150,7 @@ function logRecord(v: unknown, path: string): OtlpLogRecord {
   rec.severityNumber = int32(o.severityNumber, `${path}.severityNumber`);
   rec.severityText = str(o.severityText, `${path}.severityText`);
   rec.body = anyValue(o.body, `${path}.body`, 0);
+  if (rec.body !== undefined && isBytesAnyValue(o.body)) rec.bodyBytes = true;
   rec.attributes = attributes(o.attributes, `${path}.attributes`);
   rec.flags = int32(o.flags, `${path}.flags`) >>> 0;
   rec.traceId = hex(o.traceId, `${path}.traceId`);
@@ -193,6 +194,13 @@ function nanosText(ms: number, ns: number): string {
   return (BigInt(ms) * 1_000_000n + BigInt(ns)).toString();
 }
 
+/** A JSON AnyValue whose value is its bytesValue (no other value key set, which would come first). */
+function isBytesAnyValue(v: unknown): boolean {
+  if (typeof v !== 'object' || v === null) return false;
+  const o = v as Record<string, unknown>;
+  return o.bytesValue != null && ['stringValue', 'boolValue', 'intValue', 'doubleValue', 'arrayValue', 'kvlistValue'].every((k) => o[k] == null);
+}
+
 function anyJson(v: AnyJson): Json {
   switch (typeof v) {
     case 'string':
@@ -223,7 +231,7 @@ function recordJson(rec: OtlpLogRecord): Json {
   if (rec.observedMs !== 0 || rec.observedNs !== 0) o.observedTimeUnixNano = nanosText(rec.observedMs, rec.observedNs);
   if (rec.severityNumber !== 0) o.severityNumber = rec.severityNumber;
   if (rec.severityText) o.severityText = rec.severityText;
-  if (rec.body !== undefined) o.body = anyJson(rec.body);
+  if (rec.body !== undefined) o.body = rec.bodyBytes && typeof rec.body === 'string' ? { bytesValue: rec.body } : anyJson(rec.body);
   const attrs = rec.attributes === undefined ? [] : keyValuesJson(rec.attributes);
   if (rec.uid !== undefined) attrs.push({ key: UID_ATTRIBUTE, value: { stringValue: rec.uid } });
   if (attrs.length > 0) o.attributes = attrs;

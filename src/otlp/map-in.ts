@@ -76,7 +76,11 @@ function mapRecord(rec: OtlpLogRecord, now: number, source: string, node: string
   const body = rec.body;
   const fields: Record<string, unknown> = {};
   let message: string;
-  if (typeof body === 'string') message = body;
+  if (rec.bodyBytes && typeof body === 'string') {
+    // bytes keep their kind: a string body that reads as base64 stays a string
+    message = JSON.stringify(body);
+    fields.body = { bytesValue: body };
+  } else if (typeof body === 'string') message = body;
   else if (body === undefined) message = '';
   else {
     message = JSON.stringify(body);

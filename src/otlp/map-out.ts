@@ -122,6 +122,11 @@ function recordOf(entry: Entry, fromOtlp: boolean, now: number, t: Nanos): OtlpL
   const rec = emptyRecord();
   const f = entry.fields ?? {};
   rec.body = f.body !== undefined ? f.body : entry.message;
+  // a bytes body, as the way in keeps it: `{ bytesValue: <base64> }`
+  if (isObject(f.body) && typeof f.body.bytesValue === 'string' && Object.keys(f.body).length === 1) {
+    rec.body = f.body.bytesValue;
+    rec.bodyBytes = true;
+  }
   if (parseNanoTime(f.time_nanos, t)) {
     rec.timeMs = t.ms;
     rec.timeNs = t.ns;

@@ -21,6 +21,8 @@ export interface OtlpLogRecord {
   severityText: string;
   /** undefined: no body */
   body: AnyJson;
+  /** the body is a bytesValue (its base64 in `body`), not a string that looks like one */
+  bodyBytes?: boolean;
   /** undefined: none */
   attributes: Attributes | undefined;
   /** fixed32 */

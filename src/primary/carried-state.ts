@@ -2,8 +2,10 @@
 // each source's run began, and its dedup window. Handed to the next worker of the pipeline
 // (reload, crash restart) and written to the checkpoint (DESIGN.md §14, §15).
 
+import { BUFFER_POSITION_KEY } from '../buffer/config.js';
 import type { PipelineConfig } from '../config/schema.js';
 import { PackedWindow } from '../core/dedup-window.js';
+import type { FilePosition } from '../core/positions.js';
 import type { PipelinePositions } from '../ipc/messages.js';
 import type { CheckpointState, PipelineCheckpoint } from './checkpoint.js';
 
@@ -22,10 +24,38 @@ export class CarriedState {
   private readonly windows = new Map<string, { readonly key: string; readonly set: PackedWindow }>();
   /** per pipeline name: when its positions were last reported (checkpoint TTL) */
   private readonly seenAt = new Map<string, number>();
+  /**
+   * per pipeline name, per source id: the acknowledged sequence of a disk buffer that is no
+   * longer configured (buffer removed, source renamed or removed, pipeline removed). Its
+   * directory is kept with what it still holds; the position is kept with it, in the checkpoint
+   * too, so a disk buffer configured there again resumes where it stopped.
+   */
+  private readonly keptBuffers = new Map<string, Record<string, FilePosition>>();
 
-  /** The pipeline's last reported positions; none before its first report. */
+  /** The pipeline's last reported positions, with its kept disk buffers'; none before its first report. */
   positionsOf(name: string): PipelinePositions {
-    return this.positions.get(name) ?? {};
+    const positions = this.positions.get(name) ?? {};
+    const kept = this.keptBuffers.get(name);
+    if (!kept) return positions;
+    const all = { ...positions };
+    for (const [id, at] of Object.entries(kept)) all[id] = { ...all[id], [BUFFER_POSITION_KEY]: at };
+    return all;
+  }
+
+  /** The disk buffer positions of `before` that `after` no longer reports go to the kept ones. */
+  private keepBuffers(name: string, before: PipelinePositions | undefined, after: PipelinePositions): void {
+    let kept = this.keptBuffers.get(name);
+    if (kept) for (const id of Object.keys(kept)) if (after[id]?.[BUFFER_POSITION_KEY]) delete kept[id];
+    if (before) {
+      for (const [id, sp] of Object.entries(before)) {
+        const at = sp[BUFFER_POSITION_KEY];
+        if (!at || after[id]?.[BUFFER_POSITION_KEY]) continue;
+        kept ??= {};
+        kept[id] = at;
+      }
+    }
+    if (kept && Object.keys(kept).length > 0) this.keptBuffers.set(name, kept);
+    else this.keptBuffers.delete(name);
   }
 
   /** Per source id, when its run began, for a worker of `pipeline` starting at `now` (epoch ms). */
@@ -47,10 +77,13 @@ export class CarriedState {
 
   /** Forgets the pipelines `keep` says no to (gone from the configuration). */
   keepOnly(keep: (name: string) => boolean): void {
+    // a removed pipeline's disk buffers stay on disk, and so do their positions
+    for (const name of this.positions.keys()) if (!keep(name)) this.keepBuffers(name, this.positions.get(name), {});
     for (const map of [this.positions, this.since, this.windows, this.seenAt]) for (const name of map.keys()) if (!keep(name)) map.delete(name);
   }
 
   setPositions(name: string, positions: PipelinePositions): void {
+    this.keepBuffers(name, this.positions.get(name), positions);
     this.positions.set(name, positions);
     this.seenAt.set(name, Date.now());
   }
@@ -85,9 +118,9 @@ export class CarriedState {
   /** What a checkpoint keeps, now. */
   checkpointState(): CheckpointState {
     const pipelines: Record<string, PipelineCheckpoint> = {};
-    for (const [name, positions] of this.positions) {
+    for (const name of new Set([...this.positions.keys(), ...this.keptBuffers.keys()])) {
       pipelines[name] = {
-        positions,
+        positions: this.positionsOf(name),
         seen_at: this.seenAt.get(name) ?? Date.now(),
         since: this.since.get(name) ?? {},
         dedup: this.windows.get(name)?.set.snapshot(),

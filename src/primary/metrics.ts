@@ -184,6 +184,13 @@ const FAMILIES: readonly Family[] = [
   },
   { name: 'logrelay_chain_reconnects_total', help: 'Failed or broken links, each followed by a backoff.', kind: 'counter', labels: ['pipeline', 'component'], samples: perComponent('reconnects') },
   {
+    name: 'logrelay_chain_retries_total',
+    help: 'Requests (otlp batches, nats publishes) a link sent again after a failed attempt, connected or not.',
+    kind: 'counter',
+    labels: ['pipeline', 'component'],
+    samples: perComponent('retries', ['sinks']),
+  },
+  {
     name: 'logrelay_file_lag_bytes',
     help: 'Bytes in a file source\u2019s files not read yet.',
     kind: 'gauge',

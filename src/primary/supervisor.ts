@@ -14,6 +14,7 @@ import type { NodeReport } from '../core/node-report.js';
 import { type FromWorker, isFromWorker, type PipelinePositions, type ToWorker, type WorkerGauges } from '../ipc/messages.js';
 import { CarriedState } from './carried-state.js';
 import type { CheckpointState } from './checkpoint.js';
+import { findKeptBuffers } from './kept-buffers.js';
 import { awaitBuilt, buildFailure, PipelineBuildError, PipelineWorker } from './pipeline-worker.js';
 import { CrashRestarts } from './restarts.js';
 import type { ServiceLog } from './service-log.js';
@@ -67,6 +68,8 @@ export class Supervisor {
   private readonly live = new Set<PipelineWorker>();
   /** positions, run starts and dedup windows that outlive a worker (reloads, restarts, checkpoints) */
   private readonly carried = new CarriedState();
+  /** the state the checkpoint file holds (loaded at start, then each one written); none without data_dir */
+  private saved: CheckpointState | undefined;
   private readonly restarts = new CrashRestarts();
   /** the first generation's start; a reload asked for meanwhile waits for it */
   private starting: Promise<StartResult> | undefined;
@@ -208,6 +211,10 @@ export class Supervisor {
     this.log.info({ pipeline: pw.name, generation: pw.generation }, 'Starting pipeline');
     const since = this.carried.runStarts(pw.pipeline, pw.startedAt);
     pw.send({ type: 'start', positions: this.carried.positionsOf(pw.name), since, dedup: this.carried.windowFor(pw.pipeline)?.snapshot() });
+    // what the checkpoint on disk holds: a disk buffer deletes the segments it says were delivered
+    // at once, not only after the next checkpoint (which waits for a change)
+    const saved = this.saved?.pipelines[pw.name];
+    if (saved) pw.send({ type: 'checkpointed', positions: saved.positions });
   }
 
   /** Sends `msg` to every running worker of the current generation. */
@@ -217,11 +224,13 @@ export class Supervisor {
 
   /** Takes over what a checkpoint kept (DESIGN.md §15): positions, run starts, dedup windows. */
   restore(state: CheckpointState): void {
+    this.saved = state;
     this.carried.restore(state, this.config.pipelines);
   }
 
   /** The checkpoint was written with `state`: each running worker learns what it holds of its pipeline. */
   checkpointed(state: CheckpointState): void {
+    this.saved = state;
     for (const [name, w] of this.current) {
       const p = state.pipelines[name];
       if (p && w.state === 'running') w.send({ type: 'checkpointed', positions: p.positions });
@@ -262,7 +271,23 @@ export class Supervisor {
     }
     for (const w of workers) this.current.set(w.name, w);
     for (const w of workers) this.startWorker(w);
+    void this.warnKeptBuffers();
     return 'started';
+  }
+
+  /**
+   * WARN `Disk buffer kept` for each disk buffer directory the configuration no longer names
+   * that still holds entries to send (see kept-buffers.ts); after a start and after each reload.
+   */
+  private async warnKeptBuffers(): Promise<void> {
+    if (!this.dataDir) return;
+    try {
+      for (const k of await findKeptBuffers(this.dataDir, this.config, (name) => this.carried.positionsOf(name))) {
+        this.log.warn({ pipeline: k.pipeline, plugin: k.source, path: k.path, entries: k.entries }, `Disk buffer kept: ${k.entries} entries still to send`);
+      }
+    } catch (err) {
+      this.log.warn({ error: errorMessage(err) }, 'Disk buffers not checked');
+    }
   }
 
   /** Runs a reload; one arriving while another runs is coalesced into one more after it. */
@@ -328,6 +353,7 @@ export class Supervisor {
     this.reloads.ok++;
     this.log.info({ generation }, 'Configuration reloaded');
     this.opts.onReloaded?.(next);
+    await this.warnKeptBuffers();
   }
 
   private async stopWorkers(workers: readonly PipelineWorker[]): Promise<void> {

@@ -20,7 +20,7 @@ import { COMPRESSIONS, type Compression, zstdMissing } from '../chain/compressio
 import { PluginError } from '../core/errors.js';
 import { promisify } from 'node:util';
 import * as zlib from 'node:zlib';
-import { createLinkState } from '../chain/link-state.js';
+import { createRequestLinkState } from '../chain/link-state.js';
 import type { Sink, SinkFactory } from './types.js';
 
 interface HttpChainSinkConfig extends ChainSinkConfig {
@@ -118,7 +118,7 @@ export const createHttpChainSink: SinkFactory = (plugin, ctx): Sink => {
   /** `bytes_raw`: NDJSON bodies before compression; `bytes_sent`: bodies as posted */
   const counters = { connected: 0, reconnects: 0, batches_sent: 0, dropped_batches: 0, synthesized: 0, bytes_sent: 0, bytes_raw: 0, reports_sent: 0, reports_dropped: 0 };
   const log = ctx.log;
-  const link = createLinkState(counters, log, `${cfg.host}:${cfg.port}`);
+  const link = createRequestLinkState(counters, log, `${cfg.host}:${cfg.port}`, 'Chain link', cfg.backoff_max_ms);
   const headers = {
     'Content-Type': NDJSON,
     [HEADER_PROTOCOL]: String(PROTOCOL_VERSION),
@@ -262,15 +262,19 @@ export const createHttpChainSink: SinkFactory = (plugin, ctx): Sink => {
     });
     req.setTimeout(cfg.request_timeout_ms, () => req.destroy(new Error(`no answer within request_timeout_ms (${cfg.request_timeout_ms} ms)`)));
     req.on('error', (err) => {
-      link.down({ error: errorMessage(err) }, closing);
-      if (!closing) down = true;
+      if (!closing) {
+        link.failed({ error: errorMessage(err) });
+        down = true;
+      }
       settle(() => retry(batch, errorMessage(err)));
     });
     req.on('response', (res) => {
       res.resume();
       const status = res.statusCode ?? 0;
-      link.up({ status });
       down = false;
+      // up only on success (a relay answering 503 to everything is not an up link)
+      if (status >= 200 && status < 300) link.succeeded({ status });
+      else if (isRetryable(status)) link.failed({ status });
       settle(() => {
         if (status >= 200 && status < 300) {
           onNoContent(res);
@@ -373,12 +377,13 @@ export const createHttpChainSink: SinkFactory = (plugin, ctx): Sink => {
         counters,
         onAnswer: (status, resHeaders) => {
           down = false;
-          link.up({ status });
+          if (status >= 200 && status < 300) link.succeeded({ status });
+          else link.failed({ status });
           if (status >= 200 && status < 300) onNoContent({ headers: resHeaders });
         },
         onFailure: (error) => {
           down = true;
-          link.down({ error }, closing);
+          if (!closing) link.failed({ error });
         },
       });
       return Promise.resolve();
@@ -422,6 +427,7 @@ export const createHttpChainSink: SinkFactory = (plugin, ctx): Sink => {
       clearTimeout(retryTimer);
       retryTimer = undefined;
       clearTimeout(flushTimer);
+      link.close();
       agent?.destroy();
     },
   };

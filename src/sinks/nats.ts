@@ -10,6 +10,7 @@
 
 import { createInbox, headers, type Msg, type NatsConnection, type Subscription } from '@nats-io/transport-node';
 import { HeldWaiters } from '../chain/held-waiters.js';
+import { createRequestLinkState } from '../chain/link-state.js';
 import { eachWireRun, encodeWire, type WireItem, wireItems } from '../chain/wire.js';
 import { settle } from '../core/ack.js';
 import { PluginError } from '../core/errors.js';
@@ -74,7 +75,7 @@ export const createNatsSink: SinkFactory = (plugin, ctx): Sink => {
     throw new PluginError('sink', plugin.id, 'backoff_max_ms', `must be >= backoff_min_ms (${cfg.backoff_min_ms}), got ${cfg.backoff_max_ms}`);
   }
   const subject = cfg.subject ?? `logrelay.${ctx.pipeline}`;
-  const counters = { connected: 0, reconnects: 0, unacked: 0, published: 0, retried: 0 };
+  const counters = { connected: 0, reconnects: 0, unacked: 0, published: 0, retried: 0, retries: 0 };
   const log = ctx.log;
   const retryBackoff = natsBackoff(cfg.backoff_min_ms, cfg.backoff_max_ms);
   const linkBackoff = natsBackoff(cfg.backoff_min_ms, cfg.backoff_max_ms);
@@ -108,6 +109,11 @@ export const createNatsSink: SinkFactory = (plugin, ctx): Sink => {
   let closing = false;
   /** a failure is logged once per outage, then at DEBUG */
   let failureLogged = false;
+  /**
+   * `connected` follows the publishes too: a live connection whose publishes keep failing (no
+   * stream takes the subject, no acknowledgement) for backoff_max_ms is a link down
+   */
+  const delivery = createRequestLinkState(counters, log, cfg.servers.join(','), 'NATS publish', cfg.backoff_max_ms);
 
   const update = () => {
     counters.unacked = held();
@@ -154,7 +160,9 @@ export const createNatsSink: SinkFactory = (plugin, ctx): Sink => {
   /** Unacknowledged batches wait a backoff before going out again; `moved`: entries sent again. */
   const failed = (reason: string, moved: number, level: 'error' | 'warn') => {
     counters.retried += moved;
+    counters.retries++;
     const fields = { subject, error: reason, unacked: held() };
+    if (!closing) delivery.failed({ error: reason });
     if (failureLogged || closing) log.debug(fields, 'NATS publish failed, retrying');
     else log[level](fields, 'NATS publish failed, retrying');
     failureLogged = true;
@@ -184,6 +192,7 @@ export const createNatsSink: SinkFactory = (plugin, ctx): Sink => {
       inflight.delete(t);
       inflightEntries -= pub.items.length;
       counters.published += pub.items.length;
+      delivery.succeeded();
       failureLogged = false;
       retryBackoff.reset();
       for (const item of pub.items) settle(item.ticket);
@@ -297,6 +306,7 @@ export const createNatsSink: SinkFactory = (plugin, ctx): Sink => {
       clearInterval(sweepTimer);
       retryTimer = undefined;
       sub?.unsubscribe();
+      delivery.close();
       await link.close(deadline);
     },
   };

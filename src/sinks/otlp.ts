@@ -9,8 +9,8 @@ import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { promisify } from 'node:util';
 import { gzip } from 'node:zlib';
 import { HeldWaiters } from '../chain/held-waiters.js';
-import { createLinkState } from '../chain/link-state.js';
-import type { PluginSpec } from '../config/spec.js';
+import { createRequestLinkState } from '../chain/link-state.js';
+import { type Fields, isPlainObject, type PluginSpec, type Spec } from '../config/spec.js';
 import { settle, type Ticket } from '../core/ack.js';
 import type { Entry } from '../core/entry.js';
 import { Backoff } from '../core/backoff.js';
@@ -45,6 +45,21 @@ interface OtlpSinkConfig {
   readonly tls: TlsConfig;
 }
 
+/**
+ * The client `tls` table, whose switch is the endpoint's scheme: one rule, so `tls.enabled` only
+ * says what the scheme says (set against it, the sink fails to build).
+ */
+const OTLP_TLS_FIELDS: Fields = {
+  tls: {
+    ...(TLS_FIELDS.tls as Extract<Spec, { t: 'table' }>),
+    doc: 'client TLS of an https:// endpoint (the scheme decides: https:// is TLS, http:// is not): `ca_file`, and `cert_file` + `key_file` for mutual TLS',
+    fields: {
+      ...(TLS_FIELDS.tls as Extract<Spec, { t: 'table' }>).fields,
+      enabled: { t: 'boolean', def: false, doc: 'not needed: the endpoint\'s scheme decides; `true` with http:// or `false` with https:// is refused' },
+    },
+  },
+};
+
 export const OTLP_SINK: PluginSpec = {
   doc: 'exports entries as OpenTelemetry logs over OTLP/HTTP to a Collector or any OTLP backend; retries until the batch is taken',
   fields: {
@@ -66,7 +81,7 @@ export const OTLP_SINK: PluginSpec = {
     backoff_min_ms: { t: 'number', def: 250, int: true, min: 1, doc: 'first retry delay; doubles per failure, ±20 % jitter' },
     backoff_max_ms: { t: 'number', def: 30000, int: true, min: 1, doc: 'longest retry delay (a longer Retry-After is still honoured)' },
     ...sinkQueueFields('delivers'),
-    ...TLS_FIELDS,
+    ...OTLP_TLS_FIELDS,
   },
 };
 
@@ -109,6 +124,9 @@ function sinkConfig(plugin: Parameters<SinkFactory>[0]): { cfg: OtlpSinkConfig; 
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') fail('endpoint', `must be an http:// or https:// URL, got ${JSON.stringify(cfg.endpoint)}`);
   if (url.protocol === 'http:' && cfg.tls.enabled) fail('tls.enabled', 'needs an https:// endpoint');
+  // the scheme is the switch: an explicit false would read as "no TLS" where TLS is used
+  const rawTls = (plugin.config as Record<string, unknown>).tls;
+  if (url.protocol === 'https:' && isPlainObject(rawTls) && rawTls.enabled === false) fail('tls.enabled', 'is false, but an https:// endpoint is TLS (the scheme decides: leave tls.enabled out)');
   if (cfg.backoff_max_ms < cfg.backoff_min_ms) fail('backoff_max_ms', `must be >= backoff_min_ms (${cfg.backoff_min_ms}), got ${cfg.backoff_max_ms}`);
   const headers: Record<string, string> = {};
   for (const [name, value] of Object.entries(cfg.headers)) {
@@ -128,7 +146,7 @@ export const createOtlpSink: SinkFactory = (plugin, ctx): Sink => {
   const backoff = new Backoff({ min_ms: cfg.backoff_min_ms, max_ms: cfg.backoff_max_ms, jitter: 0.2 });
   const counters = { connected: 0, batches_sent: 0, retries: 0, dropped_batches: 0 };
   const log = ctx.log;
-  const link = createLinkState(counters, log, remote, 'OTLP export');
+  const link = createRequestLinkState(counters, log, remote, 'OTLP export', cfg.backoff_max_ms);
   const headers: Record<string, string> = {
     'User-Agent': `logrelay/${VERSION}`,
     ...extraHeaders,
@@ -291,14 +309,18 @@ export const createOtlpSink: SinkFactory = (plugin, ctx): Sink => {
     const req = request({ host, port, path, method: 'POST', agent, headers: { ...headers, 'Content-Length': body.length } });
     req.setTimeout(cfg.request_timeout_ms, () => req.destroy(new Error(`no answer within request_timeout_ms (${cfg.request_timeout_ms} ms)`)));
     req.on('error', (err) => {
-      link.down({ error: errorMessage(err) }, closing);
-      if (!closing) down = true;
+      if (!closing) {
+        link.failed({ error: errorMessage(err) });
+        down = true;
+      }
       conclude(() => retry(batch, errorMessage(err), undefined));
     });
     req.on('response', (res) => {
       const status = res.statusCode ?? 0;
-      link.up({ status });
       down = false;
+      // up only on success; a retried status counts toward down, other refusals drop their batch
+      if (status >= 200 && status < 300) link.succeeded({ status });
+      else if (isRetryable(status)) link.failed({ status });
       const chunks: Buffer[] = [];
       let size = 0;
       res.on('data', (chunk: Buffer) => {
@@ -336,11 +358,12 @@ export const createOtlpSink: SinkFactory = (plugin, ctx): Sink => {
         line: 'OTLP export cannot connect, retrying',
         onAnswer: (status) => {
           down = false;
-          link.up({ status });
+          if (status >= 200 && status < 300) link.succeeded({ status });
+          else link.failed({ status });
         },
         onFailure: (error) => {
           down = true;
-          link.down({ error }, closing);
+          if (!closing) link.failed({ error });
         },
       });
     },
@@ -372,6 +395,7 @@ export const createOtlpSink: SinkFactory = (plugin, ctx): Sink => {
       clearTimeout(retryTimer);
       retryTimer = undefined;
       clearTimeout(flushTimer);
+      link.close();
       agent?.destroy();
     },
   };

@@ -81,8 +81,11 @@ export function directoryGlobs(glob: string): { base: string; patterns: string[]
 
 /** Finds the files a `file` source reads. */
 export interface Finder {
-  /** the matching files, sorted; `missing`: the root (directory form) does not exist */
-  find(): Promise<{ paths: string[]; missing: boolean }>;
+  /**
+   * the matching files, sorted; `missing`: the directories that do not exist (the directory
+   * form's, or an `include` glob's fixed prefix, e.g. `/var/log/pods` of `/var/log/pods/**\/*.log`)
+   */
+  find(): Promise<{ paths: string[]; missing: string[] }>;
   /** the directories whose entries may become matching files: watched for events */
   directories(files: readonly string[]): Promise<string[]>;
   /** a name that appeared in a watched directory may be a file to discover */
@@ -103,7 +106,7 @@ export function directoryFinder(directory: string, pattern: string): Finder {
     async find() {
       const names = await fg(glob, { ...GLOB_OPTIONS, cwd: directory, deep: 1 });
       const paths = names.map((n) => join(directory, n)).sort();
-      return { paths, missing: paths.length === 0 && !(await isDirectory(directory)) };
+      return { paths, missing: paths.length === 0 && !(await isDirectory(directory)) ? [directory] : [] };
     },
     directories: () => Promise.resolve([directory]),
     mayMatch: (n) => name.test(n),
@@ -116,7 +119,10 @@ export function globFinder(include: readonly string[], exclude: readonly string[
   return {
     async find() {
       const paths = await fg([...include], { ...GLOB_OPTIONS, ignore: [...exclude], absolute: true, unique: true });
-      return { paths: paths.sort(), missing: false };
+      // fast-glob says nothing of a base that is not there (a wrong hostPath): the source does
+      const missing: string[] = [];
+      for (const { base } of dirGlobs) if (!missing.includes(base) && !(await isDirectory(base))) missing.push(base);
+      return { paths: paths.sort(), missing };
     },
     async directories(files) {
       const dirs = new Set<string>();

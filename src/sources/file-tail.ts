@@ -149,17 +149,27 @@ export function createTailSet(env: TailSetEnv) {
   const entryMaker = (tail: Tail, now: number): LineMaker<Entry> => {
     const { source, k8s } = tail;
     const raw = cfg.raw;
-    if (ctx.idNode === undefined) return (text, _start, _end, _idAt, stream, time, nanos) => lineEntry(text, stream, time, nanos, source, now, raw, k8s);
+    const node = nodeOf(tail);
+    if (ctx.idNode === undefined && node === undefined) return (text, _start, _end, _idAt, stream, time, nanos) => lineEntry(text, stream, time, nanos, source, now, raw, k8s);
     return (text, _start, _end, idAt, stream, time, nanos) => {
       const entry = lineEntry(text, stream, time, nanos, source, now, raw, k8s);
-      entry.id = tail.idPrefix + idAt.toString(36);
+      if (node !== undefined) entry.node ??= node;
+      if (ctx.idNode !== undefined) entry.id = tail.idPrefix + idAt.toString(36);
       return entry;
     };
   };
 
+  /**
+   * The node a container's entries were produced on: this one (§21), set at the source so that an
+   * edge writing to a local or an otlp sink keeps it, not only after a chain hop.
+   */
+  const nodeOf = (tail: Tail): string | undefined => (tail.k8s === undefined ? undefined : ctx.node);
+
   const emitLogical = (tail: Tail, out: LogicalLine[], mark: Resume, now: number) => {
     const batch: Entry[] = new Array(out.length);
     for (let i = 0; i < out.length; i++) batch[i] = entryOf(out[i]!, tail.source, now, cfg.raw, tail.k8s);
+    const node = nodeOf(tail);
+    if (node !== undefined) for (const entry of batch) entry.node ??= node;
     if (ctx.idNode !== undefined) for (let i = 0; i < batch.length; i++) batch[i]!.id = tail.idPrefix + out[i]!.idAt.toString(36);
     emitBatch(tail, batch, mark);
   };

@@ -46,8 +46,8 @@ export const createFileSource: SourceFactory = (plugin, ctx): Source => {
   } satisfies FileCounters;
   let resumeFrom: SourcePositions = {};
   let firstScan = true;
-  /** the directory was missing at the last discovery: warned once, not again until it appeared */
-  let directoryMissing = false;
+  /** the directories missing at the last discovery: each warned once, not again until it appeared */
+  let directoriesMissing = new Set<string>();
   /** when this source's run began, in this worker or a predecessor (see Source.start) */
   let since = Number.POSITIVE_INFINITY;
   let running = false;
@@ -111,7 +111,7 @@ export const createFileSource: SourceFactory = (plugin, ctx): Source => {
   /** Finds matching files; new ones are opened (from their start unless they were there at start). */
   const discover = async () => {
     let paths: string[];
-    let missing: boolean;
+    let missing: string[];
     try {
       ({ paths, missing } = await finder.find());
     } catch (err) {
@@ -119,13 +119,9 @@ export const createFileSource: SourceFactory = (plugin, ctx): Source => {
       return;
     }
     // fast-glob finds nothing in a missing directory; say so once, and keep looking for it
-    if (missing) {
-      if (!directoryMissing) ctx.log.warn({ directory: cfg.directory }, 'Directory does not exist, watching for it');
-      directoryMissing = true;
-    } else if (directoryMissing) {
-      directoryMissing = false;
-      ctx.log.info({ directory: cfg.directory }, 'Directory appeared');
-    }
+    for (const directory of missing) if (!directoriesMissing.has(directory)) ctx.log.warn({ directory }, 'Directory does not exist, watching for it');
+    for (const directory of directoriesMissing) if (!missing.includes(directory)) ctx.log.info({ directory }, 'Directory appeared');
+    directoriesMissing = new Set(missing);
     // a directory watched from now on may have got a file before its watch began: look again
     if (cfg.watch_events && watchers.sync(await finder.directories(paths))) discoverDue = true;
     const found: [string, { ino: number; size: number; birthtimeMs: number }][] = [];

@@ -102,7 +102,7 @@ export const createOtlpSource: SourceFactory = (plugin, ctx): Source => {
   const fault = (res: ServerResponse, status: number, message: string, encoding: OtlpEncoding, headers: Record<string, string> = {}) =>
     answer(res, status, encodeStatus(status, message, encoding), encoding, headers);
   const busy = (res: ServerResponse, encoding: OtlpEncoding) =>
-    fault(res, 503, stopping ? 'shutting down' : 'pipeline saturated, retry later', encoding, { 'Retry-After': String(RETRY_AFTER_S) });
+    fault(res, 503, stopping ? 'shutting down' : `${ctx.saturationReason?.() ?? 'pipeline saturated'}, retry later`, encoding, { 'Retry-After': String(RETRY_AFTER_S) });
   const saturated = () => stopping || !started || paused || ctx.isSaturated();
 
   const onConnection = (socket: Socket, tls: boolean) => {

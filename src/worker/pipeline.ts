@@ -187,7 +187,7 @@ class AssembledPipeline implements Pipeline {
           if (ref.source) this.emitBatch(ref.source, ids, entries, done);
         };
         const duplicate = this.flow?.dedup ? this.flow.seen : undefined;
-        const ctx = { pipeline: cfg.name, log, checkOnly: opts.checkOnly, emit, isSaturated: () => this.saturated, idNode, duplicate, report: opts.onReport };
+        const ctx = { pipeline: cfg.name, log, checkOnly: opts.checkOnly, emit, isSaturated: () => this.saturated, idNode, node: opts.node, duplicate, report: opts.onReport };
         // a source with a disk buffer (DESIGN.md §23) is wrapped: its entries go through the buffer
         const source = withBuffer(factory, plugin, ctx, { dataDir: opts.dataDir ?? '', node: opts.node, window: bufferWindow });
         ref.source = source;

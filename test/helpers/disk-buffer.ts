@@ -1,9 +1,9 @@
 // Test helpers for the disk buffer (DESIGN.md §23) driven directly: a buffer on a temp directory,
 // its log records, the batches its reader emitted, and the sequence an entry's id ends with.
 
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { type BufferCounters, bufferCounters, DiskBuffer } from '../../src/buffer/disk-buffer.js';
 import type { Entry } from '../../src/core/entry.js';
 import { createLogger } from '../../src/core/log.js';
@@ -21,7 +21,17 @@ export interface BufferHarness {
   readonly emitted: Emitted[];
 }
 
-export const tempBufferDir = (): string => join(mkdtempSync(join(tmpdir(), 'logrelay-buffer-')), 'buf');
+/** A buffer directory (not created) in a fresh temp directory that `t`'s teardown removes. */
+export function tempBufferDir(t: { teardown(fn: () => void): void }): string {
+  const dir = join(mkdtempSync(join(tmpdir(), 'logrelay-buffer-')), 'buf');
+  t.teardown(() => removeBufferDir(dir));
+  return dir;
+}
+
+/** Removes a directory of tempBufferDir with its temp directory. */
+export function removeBufferDir(dir: string): void {
+  rmSync(dirname(dir), { recursive: true, force: true, maxRetries: 10, retryDelay: 50 });
+}
 
 /** A buffer on `dir` (not opened); `cacheBytes`: its cache of synced entries (default: the buffer's). */
 export function bufferOn(dir: string, segmentBytes: number, maxBytes = 1 << 30, retryMs = 50, cacheBytes?: number): BufferHarness {

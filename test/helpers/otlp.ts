@@ -139,6 +139,7 @@ export function oracleToModel(msg: Msg): OtlpRequest {
           severityNumber: r.severityNumber as number,
           severityText: r.severityText as string,
           body: oracleAny(r.body as Msg | null),
+          ...((r.body as Msg | null)?.value === 'bytesValue' ? { bodyBytes: true } : {}),
           attributes: oracleAttributes(r.attributes as Msg[]),
           flags: (r.flags as number) >>> 0,
           traceId: Buffer.from(r.traceId as Uint8Array).toString('hex'),

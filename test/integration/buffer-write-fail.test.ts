@@ -15,7 +15,7 @@ const CHILD = new URL('../helpers/write-fail-child.js', import.meta.url).pathnam
 
 test('a write that fails takes back every write not yet durable: everything acknowledged is on disk once, after the retry', async (t) => {
   t.timeout(90_000);
-  const dir = tempBufferDir();
+  const dir = tempBufferDir(t);
   // 400 kB: a few dozen bursts in
   const child = spawn('prlimit', ['--fsize=400000:unlimited', process.execPath, CHILD, dir], { stdio: ['pipe', 'pipe', 'pipe'] });
   let out = '';

@@ -29,10 +29,18 @@ const CROSS_LINES = [
   'logrelay: configuration error: pipelines[1].plugin_sinks[1].id: duplicate id "null"',
 ];
 
+// names become directories (`<data_dir>/buffers/<pipeline>/<source id>/`): a `/` or a leading `.` is refused
+const NAME_FAULTS = `${pipeline('../escape')}[[pipelines.plugin_sources]]\nid = "a/b"\ntype = "stdin"\n`;
+const NAME_LINES = [
+  'logrelay: configuration error: pipelines[0].name: must be 1 to 64 letters, digits, "_", "-" or "." and not start with ".", got "../escape"',
+  'logrelay: configuration error: pipelines[0].plugin_sources[1].id: must be 1 to 64 letters, digits, "_", "-" or "." and not start with ".", got "a/b"',
+];
+
 const cases: [string, string, string[], string[]][] = [
   ['schema faults, check', SCHEMA_FAULTS, ['check'], SCHEMA_LINES],
   ['schema faults, start', SCHEMA_FAULTS, [], SCHEMA_LINES],
   ['cross-check faults, check', CROSS_FAULTS, ['check'], CROSS_LINES],
+  ['names that are no directory names, check', NAME_FAULTS, ['check'], NAME_LINES],
 ];
 for (const [name, text, command, lines] of cases) {
   test.serial(`every configuration error, one per line, exit 78: ${name}`, async (t) => {

@@ -201,3 +201,24 @@ test.serial('a /var/log/containers link: source and fields.k8s from the pod log 
   t.is(e!.source, 'app');
   t.deepEqual(e!.fields?.k8s, { namespace: 'shop', pod: 'cart-1', pod_uid: 'uid-a', container: 'app', restart_count: 4 });
 });
+
+test.serial('kubernetes_metadata: node is this node\'s name on every container entry at the source, with no chain hop', async (t) => {
+  const root = ownedTempDir(t);
+  const T1 = '2026-11-25T10:45:00.123456789Z';
+  writeFileSync(
+    podLog(root, 'shop', 'cart-1', 'uid-a', 'app'),
+    cri(T1, 'stdout', 'F', 'text line') + cri(T1, 'stderr', 'F', '{"msg":"json line","level":"info"}') + 'not in the format\n',
+  );
+  // straight to a local sink: no chain source to stamp `node` on the way
+  const node = startNodeInDir(t, root, `node_name = "node-7"\n${podsPipeline(join(root.path, 'pods', '*', '*', '*.log'))}`);
+  await waitFor(() => entries(node.out).length >= 3, 'three entries', 30_000);
+  const got = entries(node.out) as (Out & { node?: string })[];
+  t.deepEqual(
+    got.map((e) => [e.message, e.node]),
+    [
+      ['text line', 'node-7'],
+      ['json line', 'node-7'],
+      ['not in the format', 'node-7'],
+    ],
+  );
+});

@@ -2,11 +2,11 @@
 // it, `check` counts in the singular, `--help` and `check --explain` tell the reference, and a
 // file source waits for its directory with one warning.
 
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 import test from 'ava';
-import { ownedTempDir, sleep, spawnOwnedNode, waitFor } from '../helpers/node.js';
+import { ownedTempDir, ROOT, sleep, spawnOwnedNode, waitFor } from '../helpers/node.js';
 
 const pipeline = (name: string, source: string, sink: string) => `
 [[pipelines]]
@@ -67,6 +67,9 @@ test.serial('--help lists the commands, the override forms and the signals', asy
   t.regex(help, /SIGTERM, SIGINT\s+shut down/);
   t.regex(help, /check --explain KEY/);
   t.regex(help, /docs\/configuration\.md/);
+  // every page of the operator's reference, and what 69 covers besides a busy port
+  for (const page of readdirSync(join(ROOT, 'docs')).filter((f) => f.endsWith('.md'))) t.true(help.includes(`docs/${page}`), `--help names docs/${page}`);
+  t.regex(help, /69 [^\n]*unavailable at start[^]*data_dir locked by another node/);
 });
 
 test.serial('check --explain prints one key of the reference; an unknown key exits 2', async (t) => {
@@ -91,5 +94,22 @@ test.serial('a file source whose directory does not exist warns once, keeps watc
   mkdirSync(logs);
   writeFileSync(join(logs, 'app.log'), 'first line\n');
   await waitFor(() => node.out.includes('first line'), 'the line of a file in the directory that appeared');
+  t.is(await node.stop(), 0);
+});
+
+test.serial('an include glob whose fixed prefix does not exist warns once with that directory, and reads it once it appears', async (t) => {
+  const dir = ownedTempDir(t);
+  const pods = join(dir.path, 'pods');
+  const text = pipeline('p', `id = "f"\ntype = "file"\nconfig = { include = [${JSON.stringify(`${pods}/**/*.log`)}], check_interval_ms = 50, from = "start" }`, 'type = "stdout"');
+  const node = spawnOwnedNode(t, ['-c', dir.file('glob.toml', text)]);
+  const missing = () => node.records.filter((r) => r.msg === 'Directory does not exist, watching for it');
+  await waitFor(() => missing().length > 0, 'the warning for the glob base');
+  await sleep(500); // ten more discovery rounds
+  t.is(missing().length, 1);
+  t.like(missing()[0], { level: 'warn', pipeline: 'p', plugin: 'f', directory: pods });
+  mkdirSync(join(pods, 'ns_pod_uid', 'app'), { recursive: true });
+  writeFileSync(join(pods, 'ns_pod_uid', 'app', '0.log'), 'from the pod\n');
+  await waitFor(() => node.out.includes('from the pod'), 'the line of a file under the base that appeared');
+  await waitFor(() => node.records.some((r) => r.msg === 'Directory appeared' && r.directory === pods), 'INFO Directory appeared');
   t.is(await node.stop(), 0);
 });

@@ -12,8 +12,8 @@ import { bufferOn, collect, entry, seqOf, tempBufferDir, until } from '../helper
 const SEGMENT_BYTES = 1000;
 
 /** A buffer directory with `n` records (a few segments), closed; returns it and each record's size. */
-async function filled(n: number): Promise<{ dir: string; sizes: number[] }> {
-  const dir = tempBufferDir();
+async function filled(t: { teardown(fn: () => void): void }, n: number): Promise<{ dir: string; sizes: number[] }> {
+  const dir = tempBufferDir(t);
   const h = bufferOn(dir, SEGMENT_BYTES);
   await h.buffer.open(0);
   const sizes: number[] = [];
@@ -51,7 +51,7 @@ const messagesOf = (from: number, to: number) => Array.from({ length: to - from 
 
 test('the last record cut at every byte offset: every whole record is kept, the tail is cut and counted', async (t) => {
   const n = 25;
-  const { dir, sizes } = await filled(n);
+  const { dir, sizes } = await filled(t, n);
   const last = segments(dir).at(-1)!;
   const lastSize = sizes.at(-1)!;
   const full = statSync(join(dir, last)).size;
@@ -79,7 +79,7 @@ test('the last record cut at every byte offset: every whole record is kept, the 
 
 test('a byte flipped in a middle record: ERROR, the rest of that segment skipped and counted, later segments read', async (t) => {
   const n = 40;
-  const { dir, sizes } = await filled(n);
+  const { dir, sizes } = await filled(t, n);
   const segs = segments(dir);
   t.true(segs.length >= 3, `segments: ${segs.length}`);
   const first = readFileSync(join(dir, segs[0]!));
@@ -103,7 +103,7 @@ test('a byte flipped in a middle record: ERROR, the rest of that segment skipped
 
 test('a missing segment and a stray file are logged and tolerated', async (t) => {
   const n = 40;
-  const { dir, sizes } = await filled(n);
+  const { dir, sizes } = await filled(t, n);
   const segs = segments(dir);
   t.true(segs.length >= 3);
   const gone = segs[1]!;

@@ -56,7 +56,17 @@ function onDisk(dir: string): Set<number> {
  * give way, so the reader reads from the disk up to where the cache begins, then from the cache.
  */
 async function run(cmds: readonly Cmd[], segmentBytes: number, cacheBytes: number | undefined): Promise<void> {
-  const dir = tempBufferDir();
+  // one directory per property run, removed when the run ends (a test's teardown would keep 80)
+  const cleanups: (() => void)[] = [];
+  const dir = tempBufferDir({ teardown: (fn) => cleanups.push(fn) });
+  try {
+    await runIn(dir, cmds, segmentBytes, cacheBytes);
+  } finally {
+    for (const fn of cleanups) fn();
+  }
+}
+
+async function runIn(dir: string, cmds: readonly Cmd[], segmentBytes: number, cacheBytes: number | undefined): Promise<void> {
   let h: BufferHarness = bufferOn(dir, segmentBytes, undefined, undefined, cacheBytes);
   await h.buffer.open(0);
   collect(h, WINDOW);
@@ -157,7 +167,7 @@ test('the reader never returns a record twice, never skips one, and resumes at t
 });
 
 test('segments are deleted once the saved sequence passed them, never before', async (t) => {
-  const dir = tempBufferDir();
+  const dir = tempBufferDir(t);
   const h = bufferOn(dir, 300);
   await h.buffer.open(0);
   collect(h, 1000);
@@ -196,7 +206,7 @@ test('segments are deleted once the saved sequence passed them, never before', a
 });
 
 test('an append is acknowledged only once its records are in the segment file, after a sync', async (t) => {
-  const dir = tempBufferDir();
+  const dir = tempBufferDir(t);
   const h = bufferOn(dir, 1 << 20);
   await h.buffer.open(0);
   for (let round = 0; round < 20; round++) {
@@ -215,7 +225,7 @@ test('an append is acknowledged only once its records are in the segment file, a
 });
 
 test('entries reach the reader before their sync; an id stamped before a crash never comes back on another entry', async (t) => {
-  const dir = tempBufferDir();
+  const dir = tempBufferDir(t);
   let h = bufferOn(dir, 1 << 20);
   await h.buffer.open(0);
   collect(h, 100);
@@ -244,4 +254,52 @@ test('entries reach the reader before their sync; an id stamped before a crash n
   t.deepEqual(after.map((e) => seqOf(e.id!)), before.map((e) => seqOf(e.id!)), 'the sequences are written again');
   for (const e of after) t.false(before.some((b) => b.id === e.id), `${e.id} was not stamped before`);
   await h.buffer.close(Date.now() + 1000);
+});
+
+test('a segment wholly delivered before a restart is deleted when the saved sequence is handed at start, not at the next write', async (t) => {
+  const dir = tempBufferDir(t);
+  const segs = () => readdirSync(dir).filter((n) => segmentSeq(n) !== undefined);
+  const h = bufferOn(dir, 1 << 20);
+  await h.buffer.open(0);
+  collect(h, 1000);
+  let synced = false;
+  h.buffer.append([entry('a'), entry('b'), entry('c')], Date.now(), () => (synced = true));
+  await until(() => synced, 'synced');
+  await until(() => h.emitted.reduce((n, e) => n + e.entries.length, 0) === 3, 'all read');
+  for (const e of h.emitted) e.done();
+  t.is(h.buffer.acked, 3);
+  // the node stops before the worker learns that the checkpoint saved 3: the segment stays
+  await h.buffer.close(Date.now() + 1000);
+  t.is(segs().length, 1);
+
+  // the next start: the checkpoint's sequence comes with the start, and again as saved
+  const h2 = bufferOn(dir, 1 << 20);
+  h2.buffer.saved(3);
+  await h2.buffer.open(3);
+  collect(h2, 1000);
+  await until(() => segs().length === 0, `the delivered segment deleted at start (${segs().join(', ')} left)`);
+  t.is(h2.counters.buffer_bytes, 0);
+  t.is(h2.counters.buffer_entries, 0);
+  // and a saved sequence that arrives after the start does it too
+  await h2.buffer.close(Date.now() + 1000);
+  const h3 = bufferOn(dir, 1 << 20);
+  await h3.buffer.open(3);
+  collect(h3, 1000);
+  let more = false;
+  h3.buffer.append([entry('d')], Date.now(), () => (more = true));
+  await until(() => more && h3.emitted.length === 1, 'd read');
+  h3.emitted[0]!.done();
+  await h3.buffer.close(Date.now() + 1000);
+  t.is(segs().length, 1);
+  const h4 = bufferOn(dir, 1 << 20);
+  await h4.buffer.open(4);
+  collect(h4, 1000);
+  await new Promise((r) => setTimeout(r, 20));
+  t.is(segs().length, 1, 'nothing saved yet: kept');
+  h4.buffer.saved(4);
+  await until(() => segs().length === 0 && h4.counters.buffer_bytes === 0, 'deleted once saved at run time');
+  let later = false;
+  h4.buffer.append([entry('e')], Date.now(), () => (later = true));
+  await until(() => later && h4.emitted.at(-1)?.entries[0]?.message === 'e', 'writing and reading go on in a new segment');
+  await h4.buffer.close(Date.now() + 1000);
 });

@@ -68,3 +68,30 @@ client_ca_file = "/nonexistent/ca.crt"
   t.true(errors.includes('pipeline=edge: failed to create sink listen: tls.key_file: is required when tls is enabled'));
   t.true(errors.some((e) => e.startsWith('pipeline=edge: failed to create sink listen: tls.client_ca_file: cannot read /nonexistent/ca.crt')));
 });
+
+test('every fault of one plugin\'s config table is reported, a line each, not only the first', (t) => {
+  const errors = check(`
+[[pipelines]]
+name = "app"
+[[pipelines.plugin_sources]]
+id = "in"
+type = "random"
+[pipelines.plugin_sources.config]
+interval_ms = "soon"
+count = -1
+colour = "red"
+[[pipelines.plugin_sinks]]
+id = "out"
+type = "tcp"
+[pipelines.plugin_sinks.config]
+port = 0
+write_timeout_ms = "x"
+`);
+  t.deepEqual(errors, [
+    'pipeline=app: failed to create sink out: port: must be 1 to 65535, got 0',
+    'pipeline=app: failed to create sink out: write_timeout_ms: must be a number, got string',
+    'pipeline=app: failed to create source in: interval_ms: must be a number, got string',
+    'pipeline=app: failed to create source in: count: must be >= 0, got -1',
+    'pipeline=app: failed to create source in: colour: unknown key',
+  ]);
+});

@@ -79,3 +79,48 @@ test('the operator docs point to what a reader of the repository has, not to DES
     t.notRegex(text, /DESIGN\.md|§\d/, `${page} cites the design contract, which is not in the repository`);
   }
 });
+
+test('the shipped files in deploy/ cite the doc pages that say it, never DESIGN.md sections, and the sections they name exist', (t) => {
+  const files: string[] = [];
+  const walk = (dir: string) => {
+    for (const d of readdirSync(join(ROOT, dir), { withFileTypes: true })) {
+      if (d.isDirectory()) walk(join(dir, d.name));
+      else files.push(join(dir, d.name));
+    }
+  };
+  walk('deploy');
+  t.true(files.length > 10, `files in deploy/: ${files.length}`);
+  const readme = read('README.md');
+  for (const file of files) {
+    const text = read(file);
+    // the dashboard's JSON escapes § as \u00a7
+    t.notRegex(text, /DESIGN\.md|§\d|\\u00a7\d/, `${file} cites the design contract, which operators do not have`);
+    for (const m of text.matchAll(/README\.md, "([^"]+)"/g)) t.true(readme.includes(m[1]!), `${file}: README.md has no section "${m[1]}"`);
+    for (const m of text.matchAll(/(docs\/[a-z-]+\.md)/g)) t.true(existsSync(join(ROOT, m[1]!)), `${file}: ${m[1]} exists`);
+  }
+});
+
+test('the ids paragraph of the README names every sink type whose pipeline stamps ids', async (t) => {
+  const { SINKS } = await import('../../src/sinks/index.js');
+  const { createLogger } = await import('../../src/core/log.js');
+  const log = createLogger('error', { write: () => undefined });
+  const para = read('README.md').split('**Entry ids and dedup.**')[1]!.split('\n\n')[0]!;
+  const configs: Record<string, Record<string, unknown>> = {
+    tcp_chain: { host: '127.0.0.1', port: 1 },
+    http_chain: { host: '127.0.0.1', port: 1 },
+    nats: { servers: ['nats://127.0.0.1:4222'] },
+    otlp: { endpoint: 'http://127.0.0.1:4318/v1/logs' },
+  };
+  const stamping: string[] = [];
+  for (const [type, factory] of Object.entries(SINKS)) {
+    let sink;
+    try {
+      sink = factory({ id: 's', type, config: configs[type] ?? { host: '127.0.0.1', port: 1, directory: '/tmp', name: 'x', servers: ['nats://127.0.0.1:4222'] } }, { pipeline: 'p', log, checkOnly: true, node: 'n' });
+    } catch {
+      continue;
+    }
+    if (sink.carriesIds) stamping.push(type);
+  }
+  t.deepEqual(stamping.sort(), Object.keys(configs).sort(), 'the sink types that carry ids');
+  for (const type of stamping) t.true(para.includes(`\`${type}\``), `the ids paragraph names ${type}`);
+});

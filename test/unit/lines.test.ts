@@ -2,14 +2,17 @@
 // stream, Kubernetes path metadata, multiline groups in the four modes and with the presets,
 // bounds, timeouts, and the position a reader may start again from.
 
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import test from 'ava';
+import { ROOT } from '../helpers/node.js';
 import type { PluginConfig } from '../../src/config/schema.js';
 import { LineAssembler } from '../../src/lines/assembler.js';
 import { ContainerLines, parseCri, parseDocker } from '../../src/lines/container.js';
 import { entryOf } from '../../src/lines/entries.js';
 import { containerLinkMeta, podLogMeta } from '../../src/lines/kubernetes.js';
 import type { LineCounters, LogicalLine } from '../../src/lines/line.js';
-import { type MultilineConfig, MultilineGroups, multilineRules } from '../../src/lines/multiline.js';
+import { MULTILINE_FIELDS, type MultilineConfig, MultilineGroups, multilineRules } from '../../src/lines/multiline.js';
 import { fileSourceConfig } from '../../src/sources/file-config.js';
 
 const zero = (): LineCounters => ({ parse_errors: 0, truncated_lines: 0, multiline_entries: 0, multiline_splits: 0, multiline_timeouts: 0 });
@@ -204,6 +207,29 @@ test('preset go: a panic and its goroutine dump are one entry', (t) => {
     texts(GO, 'go').out.map((l) => l.text),
     [lines[0], lines.slice(1, 8).join('\n'), lines[8]],
   );
+});
+
+test('preset go: the reference says what the preset does, function lines at column 0 and exit status included', (t) => {
+  const doc = (MULTILINE_FIELDS.preset as { values: Record<string, string> }).values.go!;
+  // each line of this dump after the panic continues it (the test above): the reference names its kind
+  for (const kind of ['indented lines', '`goroutine N [state]:`', 'function lines at column 0', '`main.main()`', '`created by …`', '`[signal …`', '`exit status N`', 'any other line begins the next entry']) {
+    t.true(doc.includes(kind), `the go preset's reference names ${kind}`);
+  }
+  const lines = GO.split('\n').filter((l) => l !== '');
+  const entry = texts(GO, 'go').out[1]!.text.split('\n');
+  t.true(entry.includes('main.main()') && entry.includes('exit status 2'), 'function lines at column 0 and exit status continue the dump');
+  t.is(texts(GO, 'go').out[2]!.text, lines[8]!, 'a line at column 0 of another kind begins the next entry');
+});
+
+test('fields.time_nanos: set when the runtime\'s time is finer than the millisecond, as the README says', (t) => {
+  const nanosOf = (time: string) => assemble(`${time} stdout F x\n`, { format: 'cri' }).out[0]!.nanos;
+  t.is(nanosOf('2026-11-25T10:45:00.123456789Z'), '2026-11-25T10:45:00.123456789Z');
+  t.is(nanosOf('2026-11-25T10:45:00.123456Z'), '2026-11-25T10:45:00.123456Z');
+  t.is(nanosOf('2026-11-25T10:45:01.5Z'), undefined);
+  t.is(nanosOf('2026-11-25T10:45:01.500000000Z'), undefined);
+  const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+  t.regex(readme, /finer than the millisecond[^]{0,200}`fields\.time_nanos`/);
+  t.regex(readme, /`10:45:01\.5Z` or `10:45:01\.500000000Z` none/);
 });
 
 test('the four modes with explicit patterns', (t) => {

@@ -3,6 +3,8 @@
 // 1 MiB values and deep kvlists decode to the same entries through our decoder (protobuf and JSON)
 // as through the oracle's; and what our sink encodes decodes in the oracle to the same records.
 
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import test, { type ExecutionContext } from 'ava';
 import fc from 'fast-check';
@@ -15,6 +17,7 @@ import { emptyRecord } from '../../src/otlp/model.js';
 import { groupPlaced, parseNanoTime, placeEntry } from '../../src/otlp/map-out.js';
 import { ProtoError, ProtoReader, ProtoWriter, splitNanos } from '../../src/otlp/proto.js';
 import { decodeExportResponse, encodeExportResponse, encodeStatus } from '../../src/otlp/response.js';
+import { ROOT } from '../helpers/node.js';
 import { ExportLogsServiceRequest, ExportLogsServiceResponse, oracleToModel, Status } from '../helpers/otlp.js';
 
 const NOW = Date.UTC(2026, 10, 25, 12, 0, 0);
@@ -342,4 +345,57 @@ test('the reader takes varints as protobuf writes them, negative ones too', (t) 
     w.int64(v);
     t.deepEqual(new ProtoReader(Buffer.from(w.finish())).int64(), v);
   }
+});
+
+test('a bytesValue body keeps its kind through an entry (fields.body.bytesValue) and back, in protobuf and JSON; a string that reads as base64 stays a string', (t) => {
+  const bytes = Buffer.from([0, 1, 2, 250, 255]);
+  const asB64 = bytes.toString('base64');
+  const proto = Buffer.from(
+    ExportLogsServiceRequest.encode(
+      ExportLogsServiceRequest.fromObject({
+        resourceLogs: [{ resource: { attributes: [{ key: 'service.name', value: { stringValue: 'svc' } }] }, scopeLogs: [{ logRecords: [{ body: { bytesValue: bytes } }, { body: { stringValue: asB64 } }] }] }],
+      }),
+    ).finish(),
+  );
+  const json = JSON.stringify({
+    resourceLogs: [{ resource: { attributes: [{ key: 'service.name', value: { stringValue: 'svc' } }] }, scopeLogs: [{ logRecords: [{ body: { bytesValue: asB64 } }, { body: { stringValue: asB64 } }] }] }],
+  });
+  for (const [name, req] of [
+    ['protobuf', decodeRequest(proto)],
+    ['json', decodeJsonRequest(json)],
+  ] as const) {
+    const { entries } = mapRequest(req, 1_700_000_000_000, 1 << 20);
+    t.deepEqual(entries[0]!.fields?.body, { bytesValue: asB64 }, `${name}: the bytes body's kind is kept`);
+    t.is(entries[1]!.message, asB64, `${name}: a string body is the message`);
+    t.is(entries[1]!.fields?.body, undefined, `${name}: and has no fields.body`);
+    const placed = entries.map((e) => placeEntry(e, 'n', 1_700_000_000_000));
+    const back = ExportLogsServiceRequest.toObject(ExportLogsServiceRequest.decode(encodeRequest(groupPlaced(placed))), { bytes: String }) as {
+      resourceLogs: { scopeLogs: { logRecords: { body: { bytesValue?: string; stringValue?: string } }[] }[] }[];
+    };
+    const bodies = back.resourceLogs[0]!.scopeLogs[0]!.logRecords.map((r) => r.body);
+    t.deepEqual(bodies, [{ bytesValue: asB64 }, { stringValue: asB64 }], `${name} in, protobuf out`);
+    const backJson = JSON.parse(encodeJsonRequest(groupPlaced(placed))) as typeof back;
+    t.deepEqual(
+      backJson.resourceLogs[0]!.scopeLogs[0]!.logRecords.map((r) => r.body),
+      [{ bytesValue: asB64 }, { stringValue: asB64 }],
+      `${name} in, JSON out`,
+    );
+  }
+});
+
+test('a record without a resource keeps fields.resource = {} (the README says why): its fields go back to their places on the way out', (t) => {
+  const req = decodeJsonRequest(JSON.stringify({ resourceLogs: [{ scopeLogs: [{ scope: { name: 'lib' }, logRecords: [{ body: { stringValue: 'm' }, attributes: [{ key: 'k', value: { stringValue: 'v' } }], traceId: '0102030405060708090a0b0c0d0e0f10' }] }] }] }));
+  const [entry] = mapRequest(req, 1_700_000_000_000, 1 << 20).entries;
+  t.deepEqual(entry!.fields?.resource, {});
+  const out = JSON.parse(encodeJsonRequest(groupPlaced([placeEntry(entry!, 'n', 1_700_000_000_000)]))) as {
+    resourceLogs: { resource?: { attributes?: unknown[] }; scopeLogs: { scope?: { name?: string }; logRecords: { attributes?: { key: string }[]; traceId?: string }[] }[] }[];
+  };
+  const rl = out.resourceLogs[0]!;
+  t.deepEqual(rl.resource?.attributes ?? [], [], 'no resource made up from source and node');
+  t.is(rl.scopeLogs[0]!.scope?.name, 'lib');
+  const rec = rl.scopeLogs[0]!.logRecords[0]!;
+  t.deepEqual(rec.attributes?.map((a) => a.key), ['k'], 'attributes as they were, not the fields as attributes');
+  t.is(rec.traceId, '0102030405060708090a0b0c0d0e0f10');
+  const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+  t.regex(readme, /`resource` is there even when the record had none, as `\{\}`/);
 });

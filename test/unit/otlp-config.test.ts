@@ -3,7 +3,7 @@
 
 import test from 'ava';
 import { createLogger } from '../../src/core/log.js';
-import { createOtlpSink, retryAfterMs } from '../../src/sinks/otlp.js';
+import { createOtlpSink, OTLP_SINK, retryAfterMs } from '../../src/sinks/otlp.js';
 import { createOtlpSource } from '../../src/sources/otlp.js';
 
 const log = createLogger('silent', { write: () => undefined });
@@ -17,6 +17,12 @@ test('sink: endpoint is required and must be an http(s) URL; TLS needs https', (
   t.throws(() => sink({ endpoint: 'collector:4318' }), { message: /endpoint: must be an http:\/\/ or https:\/\/ URL/ });
   t.throws(() => sink({ endpoint: 'ftp://collector/v1/logs' }), { message: /endpoint: must be an http:\/\/ or https:\/\/ URL/ });
   t.throws(() => sink({ endpoint: 'http://c:4318/v1/logs', tls: { enabled: true } }), { message: 'failed to create sink o: tls.enabled: needs an https:// endpoint' });
+  // one rule: the scheme decides, and an explicit tls.enabled against it is refused
+  t.throws(() => sink({ endpoint: 'https://c:4318/v1/logs', tls: { enabled: false } }), {
+    message: 'failed to create sink o: tls.enabled: is false, but an https:// endpoint is TLS (the scheme decides: leave tls.enabled out)',
+  });
+  t.notThrows(() => sink({ endpoint: 'https://c:4318/v1/logs', tls: { enabled: true } }));
+  t.regex((OTLP_SINK.fields.tls as { fields: Record<string, { doc?: string }> }).fields.enabled!.doc!, /scheme decides/);
   t.notThrows(() => sink({ endpoint: 'https://c:4318/v1/logs' }));
 });
 
