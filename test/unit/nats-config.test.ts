@@ -24,7 +24,7 @@ test('sink: settles on the publish ack, stamps ids, and takes its defaults', (t)
   t.true(s.settles);
   t.true(s.carriesIds);
   t.is(s.bufferSize, 1000);
-  t.is(s.onFull, 'drop');
+  t.is(s.onFull, 'auto', 'a delivering sink blocks by default, dropping only for a dead link beside a live one');
   t.deepEqual(Object.keys(s.counters).sort(), ['connected', 'published', 'reconnects', 'retried', 'retries', 'unacked']);
   t.throws(() => sink({ servers, max_pending: 0 }), { message: 'failed to create sink js: max_pending: must be >= 1, got 0' });
   t.throws(() => sink({ servers, backoff_min_ms: 500, backoff_max_ms: 100 }), { message: /backoff_max_ms: must be >= backoff_min_ms \(500\), got 100/ });

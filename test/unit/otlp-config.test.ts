@@ -31,7 +31,7 @@ test('sink: settles on the answer, stamps ids, takes its defaults; headers must 
   t.true(s.settles);
   t.true(s.carriesIds);
   t.is(s.bufferSize, 1000);
-  t.is(s.onFull, 'drop');
+  t.is(s.onFull, 'auto', 'a delivering sink blocks by default, dropping only for a dead link beside a live one');
   t.deepEqual(Object.keys(s.counters).sort(), ['batches_sent', 'connected', 'dropped_batches', 'retries']);
   t.throws(() => sink({ endpoint: 'http://c/v1/logs', encoding: 'thrift' }), { message: /encoding: must be one of "protobuf", "json"/ });
   t.throws(() => sink({ endpoint: 'http://c/v1/logs', compression: 'zstd' }), { message: /compression: must be one of "gzip", "none"/ });
