@@ -34,19 +34,20 @@ export const defaultNode = (): string => hostname();
 // ── TCP control lines ─────────────────────────────────────────────────────────────────────────
 
 // A hello may carry an `offer` (DESIGN.md §25): what the sink can do beyond version 1, one key per
-// feature, each a list of choices in the sink's order of preference. The source answers with an
+// feature, each a list of choices in the sink's order of preference (or one choice alone, e.g.
+// `"report":1`). The source answers with an
 // `accept` naming, per key it knows, the first choice it supports; keys it does not know it
 // ignores, and a source that knows no `offer` at all answers `{"ok":1}`: the sink then goes on
 // with version 1 as it is. Every feature is built and read here, and nowhere else.
 
-/** What a sink offers in its hello: feature → choices, preferred first (e.g. `compression: ["zstd","gzip"]`). */
-export type Offer = Readonly<Record<string, readonly (string | number)[]>>;
+/** What a sink offers in its hello: feature → choices, preferred first (e.g. `compression: ["zstd","gzip"]`), or one choice. */
+export type Offer = Readonly<Record<string, readonly (string | number)[] | string | number>>;
 /** What a source accepts: feature → the one choice taken. Features absent are declined. */
 export type Accept = Readonly<Record<string, string | number>>;
 
 /** The hello line, with the offer when it holds any feature. */
 export function helloLine(node: string, offer: Offer = {}): string {
-  const features = Object.entries(offer).filter(([, choices]) => choices.length > 0);
+  const features = Object.entries(offer).filter(([, choices]) => !Array.isArray(choices) || choices.length > 0);
   return `${JSON.stringify(features.length > 0 ? { logrelay: PROTOCOL_VERSION, node, offer: Object.fromEntries(features) } : { logrelay: PROTOCOL_VERSION, node })}\n`;
 }
 
@@ -57,9 +58,10 @@ export function helloLine(node: string, offer: Offer = {}): string {
 export function acceptFor(offer: unknown, supports: Offer): Accept {
   const out: Record<string, string | number> = {};
   if (!isObject(offer)) return out;
-  for (const [feature, ours] of Object.entries(supports)) {
-    const theirs = offer[feature];
-    if (!Array.isArray(theirs)) continue;
+  for (const [feature, supported] of Object.entries(supports)) {
+    const ours: readonly unknown[] = Array.isArray(supported) ? supported : [supported];
+    const value = offer[feature];
+    const theirs: readonly unknown[] = Array.isArray(value) ? value : [value];
     const chosen = theirs.find((c: unknown) => (typeof c === 'string' || typeof c === 'number') && ours.includes(c));
     if (chosen !== undefined) out[feature] = chosen as string | number;
   }
