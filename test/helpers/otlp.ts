@@ -221,6 +221,8 @@ export interface OtlpReceiver {
   readonly requests: ReceivedRequest[];
   /** when each answer was sent (epoch ms), by request number */
   readonly answeredAt: number[];
+  /** export requests with no records (a sink's first contact at start), not in `requests` */
+  probes(): number;
   close(): Promise<void>;
 }
 
@@ -230,6 +232,7 @@ export async function otlpReceiver(answer: (req: ReceivedRequest) => Answer = ()
   const { gunzipSync } = await import('node:zlib');
   const requests: ReceivedRequest[] = [];
   const answeredAt: number[] = [];
+  let probes = 0;
   const srv = createServer((req, res) => {
     const at = Date.now();
     const chunks: Buffer[] = [];
@@ -247,6 +250,14 @@ export async function otlpReceiver(answer: (req: ReceivedRequest) => Answer = ()
           for (const r of (sl.logRecords as Msg[] | undefined) ?? []) messages.push(String((r.body as Msg | undefined)?.stringValue));
         }
       }
+      if (((decoded.resourceLogs as unknown[] | undefined) ?? []).length === 0) {
+        // an export request with no records: a sink's first contact at start (its link check),
+        // answered 200 and not numbered, so a script's request numbers count batches
+        probes++;
+        res.writeHead(200);
+        res.end();
+        return;
+      }
       const got: ReceivedRequest = { n: requests.length, at, headers: req.headers, raw, body, messages, decoded };
       requests.push(got);
       const a = answer(got);
@@ -262,6 +273,7 @@ export async function otlpReceiver(answer: (req: ReceivedRequest) => Answer = ()
     url: `http://127.0.0.1:${port}/v1/logs`,
     requests,
     answeredAt,
+    probes: () => probes,
     close: () =>
       new Promise<void>((resolve) => {
         srv.closeAllConnections();

@@ -69,7 +69,15 @@ test.serial('a real Prometheus scrapes a node with the deploy rules; killing a p
       // a chain link that stays down and a listener: their families have samples too
       `\n[[pipelines]]\nname = "held"\n${randomSourceToml('interval_ms = 50')}${localPluginToml('sinks', 'link', 'tcp_chain', deadPort, 'node = "t"\nbackoff_min_ms = 100\nbackoff_max_ms = 200\n')}`,
   );
-  await waitFor(async () => (await adminRequest(adminPort, '/readyz').catch(() => ({ status: 0 }))).status === 200, 'node ready', 30_000);
+  // every pipeline running; `held` is named link_down on /readyz (its link never comes up)
+  await waitFor(
+    async () => {
+      const res = await adminRequest(adminPort, '/readyz').catch(() => ({ status: 0, body: '{}' }));
+      return res.status === 503 && JSON.stringify((JSON.parse(res.body) as { pipelines?: unknown }).pipelines) === '{"app":"running","held":"link_down"}';
+    },
+    'node running, the held link down',
+    30_000,
+  );
 
   const base = await startPrometheus(
     t,

@@ -69,6 +69,9 @@ test('hello offer and accept: one feature per key, the first offered choice supp
   t.deepEqual(acceptFor(undefined, { compression: ['gzip'] }), {}, 'no offer');
   t.deepEqual(acceptFor('junk', { compression: ['gzip'] }), {});
   t.deepEqual(acceptFor({ compression: 'gzip' }, { compression: ['gzip'] }), { compression: 'gzip' }, 'one value offered is one choice');
+  t.deepEqual(acceptFor({ compression: 'gzip', report: 1 }, { compression: ['gzip'], report: [1] }), { compression: 'gzip', report: 1 }, 'one choice alone');
+  t.deepEqual(acceptFor({ compression: { gzip: true } }, { compression: ['gzip'] }), {}, 'a choice is a string or a number');
+  t.is(helloLine('e', { report: 1 }), '{"logrelay":1,"node":"e","offer":{"report":1}}\n');
   t.is(okLine({}), '{"ok":1}\n');
   t.is(okLine({ compression: 'gzip' }), '{"ok":1,"accept":{"compression":"gzip"}}\n');
   t.deepEqual(parseServerLine('{"ok":1,"accept":{"compression":"gzip","x":{"y":1}}}'), { kind: 'ok', accept: { compression: 'gzip' } });
