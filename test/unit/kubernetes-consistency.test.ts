@@ -204,6 +204,9 @@ test('chain sinks dial Services of the manifests, on ports that reach a chain so
         t.fail(`${where}: Service ${service.metadata.name} selects no workload`);
         continue;
       }
+      // a peer whose own downstream is down is not ready (its link is down) yet still takes entries:
+      // the Service must keep its name while it is not ready
+      t.true((service.spec as { publishNotReadyAddresses?: boolean }).publishNotReadyAddresses === true, `${where}: Service ${service.metadata.name} publishes not-ready addresses`);
       if (target.pod !== undefined) {
         t.is(peer.serviceName, service.metadata.name, `${where}: ${host} is a pod of the StatefulSet governed by ${service.metadata.name}`);
         const ordinal = Number(target.pod.slice(peer.name.length + 1));
