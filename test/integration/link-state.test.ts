@@ -50,7 +50,12 @@ test.serial('http_chain sink: a receiver answering 503 is no up link; 204 brings
   const lines = (msg: string) => node.records.filter((r) => r.msg === msg && r.plugin === 'link');
   node.child.stdin!.write('refused\n');
   await waitFor(() => requests >= 6, 'several refused requests', 20_000);
-  t.is(await connectedOf(admin, 'link'), 0, 'a receiver refusing everything is not an up link');
+  // the sink's counters reach /metrics once a second: wait for them, then read the link state
+  const connected = await waitFor(async () => {
+    const v = await connectedOf(admin, 'link');
+    return v === undefined ? undefined : { v };
+  }, 'the link state in /metrics', 20_000);
+  t.is(connected.v, 0, 'a receiver refusing everything is not an up link');
   t.deepEqual(lines('Chain link up'), []);
 
   status = 204;
