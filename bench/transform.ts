@@ -100,7 +100,10 @@ async function until<T>(check: () => T, what: string, timeoutMs: number, everyMs
 }
 
 function startNode(configPath: string): { child: ChildProcess; records: Record<string, unknown>[] } {
-  const child = spawn(process.execPath, [BIN, '-c', configPath, '--logging.level=debug'], { stdio: ['ignore', 'ignore', 'pipe'] });
+  // LOGRELAY_CPU_PROF_DIR and LOGRELAY_NODE_FLAGS as for every node the benches start (test/helpers/node.ts)
+  const flags = process.env.LOGRELAY_CPU_PROF_DIR ? ['--cpu-prof', `--cpu-prof-dir=${process.env.LOGRELAY_CPU_PROF_DIR}`] : [];
+  if (process.env.LOGRELAY_NODE_FLAGS) flags.push(...process.env.LOGRELAY_NODE_FLAGS.split(' ').filter(Boolean));
+  const child = spawn(process.execPath, [...flags, BIN, '-c', configPath, '--logging.level=debug'], { stdio: ['ignore', 'ignore', 'pipe'] });
   const records: Record<string, unknown>[] = [];
   let rest = '';
   child.stderr!.setEncoding('utf8');

@@ -5,6 +5,7 @@
 
 import { createHash } from 'node:crypto';
 import test from 'ava';
+import fc from 'fast-check';
 import type { Entry } from '../../src/core/entry.js';
 import { ConfigError } from '../../src/core/errors.js';
 import { createLogger } from '../../src/core/log.js';
@@ -431,4 +432,14 @@ test('regex parse reads named groups by number: escaped parentheses, classes, no
 test('the card pre-check passes every text the card pattern could match in, and skips text without 13 digits in a row', (t) => {
   for (const s of ['4111111111111111', 'x 4111 1111 1111 1111 y', '5500-0055-5555-5559', '4-1-1-1-1-1-1-1-1-1-1-1-1', '340000000000009']) t.true(hasCardRun(s), s);
   for (const s of ['123456789012', '4111  1111 1111 1111', '10.0.0.1 id=123456 status=200', '41-11-11-11-11-1', '']) t.false(hasCardRun(s), s);
+});
+
+test('the card pre-check says what /\\d(?:[ -]?\\d){12}/ says, on any text of digits, separators and letters', (t) => {
+  const RUN = /\d(?:[ -]?\d){12}/;
+  const text = fc.array(fc.constantFrom('0', '4', '9', ' ', '-', 'x', '.', '  ', '--', '1111', '4111 1111 1111'), { maxLength: 60 }).map((parts) => parts.join(''));
+  fc.assert(
+    fc.property(text, (s) => hasCardRun(s) === RUN.test(s)),
+    { numRuns: 20_000 },
+  );
+  t.pass();
 });
