@@ -34,7 +34,8 @@ interface Rule {
   /**
    * The pattern matches from a character that cannot start a run (an email's `@`) and the match
    * extends to the left over the characters this accepts (at least one): scanning from each
-   * character of a long run for one that might start a match costs far more.
+   * character of a long run for one that might start a match costs far more. `needs` is then the
+   * pattern's first character, where it is tried.
    */
   readonly extendsLeft?: (code: number) => boolean;
   /** a quick test text must pass for the pattern to be run on it (a necessary condition) */
@@ -104,17 +105,31 @@ const PRESETS: Readonly<Record<RedactPreset, Rule>> = {
 /** Applied in this order whatever order the presets are listed in: a bearer JWT is one match. */
 const PRESET_ORDER: readonly RedactPreset[] = ['bearer_token', 'jwt', 'credit_card', 'aws_access_key', 'email', 'ipv4'];
 
-/** `s` with each match of `re` (global), extended to the left over `extends`, replaced by `replace`. */
-function replaceExtended(s: string, re: RegExp, extendsLeft: (code: number) => boolean, replace: (match: string) => string): string {
+/**
+ * `s` with each match of `sticky` (tried only where `anchor`, its first character, is), extended to
+ * the left over `extendsLeft`, replaced by `replace`. The same matches as the pattern searched
+ * globally, found by indexOf instead of the regular expression's own scan (an email in a 200-byte
+ * line: 0.3 µs by the scan).
+ */
+function replaceExtended(s: string, sticky: RegExp, anchor: string, extendsLeft: (code: number) => boolean, replace: (match: string) => string): string {
   let out = '';
   let copied = 0;
-  for (let m = re.exec(s); m !== null; m = re.exec(s)) {
-    let start = m.index;
+  // p only grows: the loop ends by the length of s
+  for (let p = s.indexOf(anchor); p >= 0; ) {
+    sticky.lastIndex = p;
+    const m = sticky.exec(s);
+    if (m === null) {
+      p = s.indexOf(anchor, p + 1);
+      continue;
+    }
+    const end = p + m[0].length;
+    let start = p;
     while (start > copied && extendsLeft(s.charCodeAt(start - 1))) start--;
-    if (start === m.index) continue;
-    const end = m.index + m[0].length;
-    out += s.slice(copied, start) + replace(s.slice(start, end));
-    copied = end;
+    if (start !== p) {
+      out += s.slice(copied, start) + replace(s.slice(start, end));
+      copied = end;
+    }
+    p = s.indexOf(anchor, end);
   }
   return copied === 0 ? s : out + s.slice(copied);
 }
@@ -153,14 +168,20 @@ export function createRedactStep(cfg: RedactConfig, ctx: StepContext): Step {
     return masked(match);
   });
 
+  // the patterns that extend to the left, made sticky: tried at each of their first character
+  const stickies = rules.map((rule) => (rule.extendsLeft ? new RegExp(rule.re.source, 'y') : undefined));
   const redactString = (s: string): string => {
     for (let i = 0; i < rules.length; i++) {
       const rule = rules[i]!;
+      if (rule.extendsLeft !== undefined) {
+        s = replaceExtended(s, stickies[i]!, rule.needs!, rule.extendsLeft, replacers[i]!);
+        continue;
+      }
       if (rule.needs !== undefined && !s.includes(rule.needs)) continue;
       if (rule.possible !== undefined && !rule.possible(s)) continue;
       const re = rule.re;
       re.lastIndex = 0;
-      s = rule.extendsLeft ? replaceExtended(s, re, rule.extendsLeft, replacers[i]!) : s.replace(re, replacers[i]!);
+      s = s.replace(re, replacers[i]!);
     }
     return s;
   };

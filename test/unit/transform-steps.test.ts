@@ -288,6 +288,32 @@ test('redact presets: email, ipv4, bearer_token keeps Bearer, jwt, aws_access_ke
   }
 });
 
+test('redact email: the matches the pattern finds searched globally, each extended left over its local part', (t) => {
+  // the reference: the pattern's own global search, each match extended to the left
+  const RE = /@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}/g;
+  const local = /[A-Za-z0-9._%+-]/;
+  const reference = (s: string): string => {
+    let out = '';
+    let copied = 0;
+    RE.lastIndex = 0;
+    for (let m = RE.exec(s); m !== null; m = RE.exec(s)) {
+      let start = m.index;
+      while (start > copied && local.test(s[start - 1]!)) start--;
+      if (start === m.index) continue;
+      out += `${s.slice(copied, start)}[REDACTED]`;
+      copied = m.index + m[0].length;
+    }
+    return copied === 0 ? s : out + s.slice(copied);
+  };
+  const tr = chain({ type: 'redact', presets: ['email'] });
+  const text = fc.array(fc.constantFrom('a', 'Z', '9', '.', '-', '_', '+', '@', '@@', ' ', '&', 'ex.com', '@b.io', 'u@x.org'), { maxLength: 40 }).map((parts) => parts.join(''));
+  fc.assert(
+    fc.property(text, (s) => through(tr, entry(s)).e.message === reference(s)),
+    { numRuns: 20_000 },
+  );
+  t.pass();
+});
+
 test('redact patterns with hash: sha256: and 16 hex digits of salt + match; nested objects and arrays scanned; counts matches', (t) => {
   const tr = chain({ type: 'redact', fields: ['message', 'fields.user'], patterns: ['user-\\d+'], hash: true, salt: 's3' });
   const h = `sha256:${createHash('sha256').update('s3user-42').digest('hex').slice(0, 16)}`;
