@@ -165,13 +165,21 @@ const silent = createLogger('silent', { write() {} });
 const step = (cfg: Record<string, unknown> & { type: keyof typeof TRANSFORM_SPECS }): TransformConfig =>
   checkFields({ ...TRANSFORM_COMMON_FIELDS, ...TRANSFORM_SPECS[cfg.type].fields }, cfg, 'bench') as TransformConfig;
 
-/** CPU µs per call of `fn` over `n` calls (after a warm-up of n / 10). */
+/**
+ * CPU µs per call of `fn`: the median of 5 rounds of n / 5 calls (after a warm-up of n / 10), so
+ * that one round slowed by what else shares the CPU does not make the figure.
+ */
 function cpuMicros(n: number, fn: (i: number) => void): number {
   for (let i = 0; i < n / 10; i++) fn(i);
-  const before = process.cpuUsage();
-  for (let i = 0; i < n; i++) fn(i);
-  const used = process.cpuUsage(before);
-  return (used.user + used.system) / n;
+  const per = Math.ceil(n / 5);
+  const rounds: number[] = [];
+  for (let r = 0; r < 5; r++) {
+    const before = process.cpuUsage();
+    for (let i = 0; i < per; i++) fn(i);
+    const used = process.cpuUsage(before);
+    rounds.push((used.user + used.system) / per);
+  }
+  return median(rounds);
 }
 
 /** A `regex` parse of a 200-byte line with five named groups: CPU µs per entry. */
