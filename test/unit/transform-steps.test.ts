@@ -162,6 +162,21 @@ test('parse max_bytes: longer text is not parsed and counts parse_failed; UTF-8 
   t.is(tr.counters.parse_0!.parse_failed, 2);
 });
 
+test('parse regex: up to eight groups and past eight, some taking no part, give the named groups in order, the absent left out', (t) => {
+  for (const count of [1, 5, 8, 9, 12]) {
+    const names = Array.from({ length: count }, (_, i) => `g${i}`);
+    // every third group optional and absent from the text; a plain group between them is no field
+    const pattern = names.map((n, i) => (i % 3 === 2 ? `(?:(?<${n}>Q\\d))?` : `(?<${n}>[a-z]${i})-(x)?`)).join('');
+    const text = names.map((_, i) => (i % 3 === 2 ? '' : `k${i}-`)).join('');
+    const re = new RegExp(pattern);
+    const groups = re.exec(text)?.groups;
+    t.truthy(groups, pattern);
+    const want = Object.fromEntries(Object.entries(groups!).filter(([, v]) => v !== undefined));
+    const { e } = through(chain({ type: 'parse', format: 'regex', pattern }), entry(text));
+    t.is(JSON.stringify(e.fields), JSON.stringify(want), `${count} groups`);
+  }
+});
+
 test('parse: a bad regex, a regex without named groups, a pattern without regex, a bad type fail the build naming the key', (t) => {
   const err = t.throws(() =>
     chain(
