@@ -100,7 +100,10 @@ async function until<T>(check: () => T, what: string, timeoutMs: number, everyMs
 }
 
 function startNode(configPath: string): { child: ChildProcess; records: Record<string, unknown>[] } {
-  const child = spawn(process.execPath, [BIN, '-c', configPath, '--logging.level=debug'], { stdio: ['ignore', 'ignore', 'pipe'] });
+  // LOGRELAY_CPU_PROF_DIR and LOGRELAY_NODE_FLAGS as for every node the benches start (test/helpers/node.ts)
+  const flags = process.env.LOGRELAY_CPU_PROF_DIR ? ['--cpu-prof', `--cpu-prof-dir=${process.env.LOGRELAY_CPU_PROF_DIR}`] : [];
+  if (process.env.LOGRELAY_NODE_FLAGS) flags.push(...process.env.LOGRELAY_NODE_FLAGS.split(' ').filter(Boolean));
+  const child = spawn(process.execPath, [...flags, BIN, '-c', configPath, '--logging.level=debug'], { stdio: ['ignore', 'ignore', 'pipe'] });
   const records: Record<string, unknown>[] = [];
   let rest = '';
   child.stderr!.setEncoding('utf8');
@@ -162,13 +165,21 @@ const silent = createLogger('silent', { write() {} });
 const step = (cfg: Record<string, unknown> & { type: keyof typeof TRANSFORM_SPECS }): TransformConfig =>
   checkFields({ ...TRANSFORM_COMMON_FIELDS, ...TRANSFORM_SPECS[cfg.type].fields }, cfg, 'bench') as TransformConfig;
 
-/** CPU µs per call of `fn` over `n` calls (after a warm-up of n / 10). */
+/**
+ * CPU µs per call of `fn`: the median of 5 rounds of n / 5 calls (after a warm-up of n / 10), so
+ * that one round slowed by what else shares the CPU does not make the figure.
+ */
 function cpuMicros(n: number, fn: (i: number) => void): number {
   for (let i = 0; i < n / 10; i++) fn(i);
-  const before = process.cpuUsage();
-  for (let i = 0; i < n; i++) fn(i);
-  const used = process.cpuUsage(before);
-  return (used.user + used.system) / n;
+  const per = Math.ceil(n / 5);
+  const rounds: number[] = [];
+  for (let r = 0; r < 5; r++) {
+    const before = process.cpuUsage();
+    for (let i = 0; i < per; i++) fn(i);
+    const used = process.cpuUsage(before);
+    rounds.push((used.user + used.system) / per);
+  }
+  return median(rounds);
 }
 
 /** A `regex` parse of a 200-byte line with five named groups: CPU µs per entry. */

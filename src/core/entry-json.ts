@@ -114,12 +114,26 @@ export function fieldsJson(fields: Readonly<Record<string, unknown>>): string {
           : value === 'stderr'
             ? '"stderr"'
             : jsonString(value)
-        : (JSON.stringify(value) as string | undefined);
+        : typeof value === 'number'
+          ? numberJson(value)
+          : value === true
+            ? 'true'
+            : value === false
+              ? 'false'
+              : (JSON.stringify(value) as string | undefined);
     // what JSON.stringify leaves out (undefined, functions, symbols)
     if (json === undefined) continue;
     s = s === '' ? `{${keyJson(key)}${json}` : `${s},${keyJson(key)}${json}`;
   }
   return s === '' ? '{}' : `${s}}`;
+}
+
+/**
+ * A number as JSON.stringify writes it (its shortest text; NaN and the infinities as null),
+ * without the call: parsed access log and logfmt fields carry a few (status, bytes).
+ */
+function numberJson(n: number): string {
+  return Number.isFinite(n) ? String(n) : 'null';
 }
 
 /** Field names written so far, encoded with their colon: a pipeline's entries mostly share a few. */

@@ -99,8 +99,10 @@ test('fieldsJson writes what JSON.stringify writes: values it leaves out, number
     { a: undefined },
     { stream: 'stdout', time_nanos: '2026-11-25T10:45:00.123456789Z', k8s: { namespace: 'shop', restart_count: 0 } },
     { 2: 'two', 1: 'one', b: 'x', a: null, f: () => 1, n: Number.NaN, d: new Date(0), q: 'say "hi"\n', s: Symbol('s') },
+    { status: 503, bytes: 0, neg: -0, inf: Number.POSITIVE_INFINITY, ninf: -Infinity, big: 1e21, small: 5e-7, frac: -0.1, max: Number.MAX_VALUE, yes: true, no: false, boxed: Object(7) as unknown },
   ];
   for (const c of cases) t.is(fieldsJson(c), JSON.stringify(c));
+  for (const n of [0, 1, -1, 0.5, 123456789012345680000, 1e-7, Number.MIN_VALUE, Number.EPSILON, 2 ** 53, -(2 ** 31), Math.PI]) t.is(fieldsJson({ n }), JSON.stringify({ n }), String(n));
 });
 
 test('a container line\'s entry (plainFieldsEntry) is written as JSON.stringify writes it, in every shape of its fields', (t) => {

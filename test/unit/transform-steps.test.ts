@@ -5,6 +5,7 @@
 
 import { createHash } from 'node:crypto';
 import test from 'ava';
+import fc from 'fast-check';
 import type { Entry } from '../../src/core/entry.js';
 import { ConfigError } from '../../src/core/errors.js';
 import { createLogger } from '../../src/core/log.js';
@@ -161,6 +162,21 @@ test('parse max_bytes: longer text is not parsed and counts parse_failed; UTF-8 
   t.is(tr.counters.parse_0!.parse_failed, 2);
 });
 
+test('parse regex: up to eight groups and past eight, some taking no part, give the named groups in order, the absent left out', (t) => {
+  for (const count of [1, 5, 8, 9, 12]) {
+    const names = Array.from({ length: count }, (_, i) => `g${i}`);
+    // every third group optional and absent from the text; a plain group between them is no field
+    const pattern = names.map((n, i) => (i % 3 === 2 ? `(?:(?<${n}>Q\\d))?` : `(?<${n}>[a-z]${i})-(x)?`)).join('');
+    const text = names.map((_, i) => (i % 3 === 2 ? '' : `k${i}-`)).join('');
+    const re = new RegExp(pattern);
+    const groups = re.exec(text)?.groups;
+    t.truthy(groups, pattern);
+    const want = Object.fromEntries(Object.entries(groups!).filter(([, v]) => v !== undefined));
+    const { e } = through(chain({ type: 'parse', format: 'regex', pattern }), entry(text));
+    t.is(JSON.stringify(e.fields), JSON.stringify(want), `${count} groups`);
+  }
+});
+
 test('parse: a bad regex, a regex without named groups, a pattern without regex, a bad type fail the build naming the key', (t) => {
   const err = t.throws(() =>
     chain(
@@ -285,6 +301,32 @@ test('redact presets: email, ipv4, bearer_token keeps Bearer, jwt, aws_access_ke
     const tr = chain({ type: 'redact', presets: [preset] });
     t.is(through(tr, entry(input)).e.message, want, preset);
   }
+});
+
+test('redact email: the matches the pattern finds searched globally, each extended left over its local part', (t) => {
+  // the reference: the pattern's own global search, each match extended to the left
+  const RE = /@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}/g;
+  const local = /[A-Za-z0-9._%+-]/;
+  const reference = (s: string): string => {
+    let out = '';
+    let copied = 0;
+    RE.lastIndex = 0;
+    for (let m = RE.exec(s); m !== null; m = RE.exec(s)) {
+      let start = m.index;
+      while (start > copied && local.test(s[start - 1]!)) start--;
+      if (start === m.index) continue;
+      out += `${s.slice(copied, start)}[REDACTED]`;
+      copied = m.index + m[0].length;
+    }
+    return copied === 0 ? s : out + s.slice(copied);
+  };
+  const tr = chain({ type: 'redact', presets: ['email'] });
+  const text = fc.array(fc.constantFrom('a', 'Z', '9', '.', '-', '_', '+', '@', '@@', ' ', '&', 'ex.com', '@b.io', 'u@x.org'), { maxLength: 40 }).map((parts) => parts.join(''));
+  fc.assert(
+    fc.property(text, (s) => through(tr, entry(s)).e.message === reference(s)),
+    { numRuns: 20_000 },
+  );
+  t.pass();
 });
 
 test('redact patterns with hash: sha256: and 16 hex digits of salt + match; nested objects and arrays scanned; counts matches', (t) => {
@@ -431,4 +473,14 @@ test('regex parse reads named groups by number: escaped parentheses, classes, no
 test('the card pre-check passes every text the card pattern could match in, and skips text without 13 digits in a row', (t) => {
   for (const s of ['4111111111111111', 'x 4111 1111 1111 1111 y', '5500-0055-5555-5559', '4-1-1-1-1-1-1-1-1-1-1-1-1', '340000000000009']) t.true(hasCardRun(s), s);
   for (const s of ['123456789012', '4111  1111 1111 1111', '10.0.0.1 id=123456 status=200', '41-11-11-11-11-1', '']) t.false(hasCardRun(s), s);
+});
+
+test('the card pre-check says what /\\d(?:[ -]?\\d){12}/ says, on any text of digits, separators and letters', (t) => {
+  const RUN = /\d(?:[ -]?\d){12}/;
+  const text = fc.array(fc.constantFrom('0', '4', '9', ' ', '-', 'x', '.', '  ', '--', '1111', '4111 1111 1111'), { maxLength: 60 }).map((parts) => parts.join(''));
+  fc.assert(
+    fc.property(text, (s) => hasCardRun(s) === RUN.test(s)),
+    { numRuns: 20_000 },
+  );
+  t.pass();
 });
