@@ -81,3 +81,16 @@ export async function readEnd(worker: number, finished: () => boolean, progress:
   const read = bytesRead(worker);
   return samples.find(([, r]) => r >= read - 65536)?.[0] ?? performance.now();
 }
+
+export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/** Polls `check` every `everyMs` until it returns a truthy value; throws naming `what` after `timeoutMs`. */
+export async function until<T>(check: () => T, what: string, timeoutMs: number, everyMs = 5): Promise<NonNullable<T>> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = check();
+    if (v) return v as NonNullable<T>;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms: ${what}`);
+    await sleep(everyMs);
+  }
+}

@@ -17,7 +17,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { fileSinkToml, fileSourceToml, sinkToml } from '../test/helpers/toml.js';
 import { writeCriInput, writeInput, writeJavaInput, JAVA_TRACE_LINES } from './input.js';
-import { bytesRead, childPids, peakRss } from './proc.js';
+import { bytesRead, childPids, peakRss, until } from './proc.js';
 import { markdownTable } from './report.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -75,17 +75,6 @@ interface Result {
   readonly note: string;
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function until<T>(check: () => T, what: string, timeoutMs: number, everyMs = 5): Promise<NonNullable<T>> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = check();
-    if (v) return v as NonNullable<T>;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms: ${what}`);
-    await sleep(everyMs);
-  }
-}
 
 function pipelineToml(name: string, watch: string, format: Format, sink: SinkKind, outDir: string, source = ''): string {
   const sinkTable = sink === 'null' ? sinkToml('out', 'null') : fileSinkToml('out', outDir, 'max_size_mb = 10000\non_full = "block"');

@@ -19,7 +19,7 @@ import { compileTransforms } from '../src/transform/index.js';
 import { TRANSFORM_COMMON_FIELDS, TRANSFORM_SPECS, type TransformConfig } from '../src/transform/spec.js';
 import { fileSourceToml, sinkToml } from '../test/helpers/toml.js';
 import { writeInput } from './input.js';
-import { bytesRead, childPids, cpuMs, peakRss } from './proc.js';
+import { bytesRead, childPids, cpuMs, peakRss, until } from './proc.js';
 import { markdownTable, median, rate, runIfMain } from './report.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -87,17 +87,6 @@ interface Result {
   readonly rss: number;
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function until<T>(check: () => T, what: string, timeoutMs: number, everyMs = 5): Promise<NonNullable<T>> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = check();
-    if (v) return v as NonNullable<T>;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms: ${what}`);
-    await sleep(everyMs);
-  }
-}
 
 function startNode(configPath: string): { child: ChildProcess; records: Record<string, unknown>[] } {
   // LOGRELAY_CPU_PROF_DIR and LOGRELAY_NODE_FLAGS as for every node the benches start (test/helpers/node.ts)

@@ -4,7 +4,7 @@
 
 import { appendFileSync } from 'node:fs';
 import { chainSinkToml, chainSourceToml, QUICK_BACKOFF } from './chain.js';
-import type { RunningNode } from './node.js';
+import { type RunningNode, sleep, waitFor } from './node.js';
 import { fileSourceToml, sinkToml } from './toml.js';
 
 /** The text of line `i`. */
@@ -103,4 +103,24 @@ ${opts.dataDir ? `data_dir = ${JSON.stringify(opts.dataDir)}\ncheckpoint_interva
 name = "app"
 fanout = "${opts.fanout ?? 'all'}"
 ${fileSourceToml('app', dir, 'pattern = "*.log"\nfrom = "start"\ncheck_interval_ms = 200')}${sinks}`;
+}
+
+/**
+ * Waits until the collector has all `total` lines, failing as soon as a 10 s window brings none
+ * (the edge must never stall while a path is alive), or after `timeoutMs`.
+ */
+export async function waitAllDelivered(tally: Tally, total: number, timeoutMs = 150_000): Promise<void> {
+  let last = -1;
+  await waitFor(
+    async () => {
+      const now = tally.distinct;
+      if (now === total) return true;
+      if (now === last) throw new Error(`no progress for 10 s at ${now} lines (stalled)`);
+      last = now;
+      await sleep(10_000);
+      return false;
+    },
+    'backlog delivered',
+    timeoutMs,
+  );
 }

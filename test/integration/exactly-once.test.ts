@@ -5,7 +5,7 @@
 import { mkdirSync, readdirSync, readFileSync, readlinkSync, renameSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import test from 'ava';
-import { appendLines, collectorToml, edgeToml, relayToml, Tally } from '../helpers/exactly-once.js';
+import { appendLines, collectorToml, edgeToml, relayToml, Tally, waitAllDelivered } from '../helpers/exactly-once.js';
 import { childPids, freePort, killWithWorkers, nodeStarter, ownedTempDir, type RunningNode, sleep, type TempDir, waitFor, waitReady } from '../helpers/node.js';
 import { latestCounter, statusReports } from '../helpers/status.js';
 
@@ -127,19 +127,7 @@ for (const variant of ['both relays up', 'relay-a stopped from the start', 'rela
       await killWithWorkers(f.nodes.get('relay-a')!);
     }
     // the edge never stalls: the collector's count grows in every 10 s window until all are in
-    let last = -1;
-    await waitFor(
-      async () => {
-        const now = tally.distinct;
-        if (now === total) return true;
-        if (now === last) throw new Error(`no progress for 10 s at ${now} lines (stalled)`);
-        last = now;
-        await sleep(10_000);
-        return false;
-      },
-      'backlog delivered',
-      150_000,
-    );
+    await waitAllDelivered(tally, total);
     t.log(`${variant}: ${total} lines in ${Date.now() - started} ms`);
     await sleep(1000);
     t.deepEqual(tally.missing(total), []);

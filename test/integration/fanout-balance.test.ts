@@ -6,7 +6,7 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import test from 'ava';
-import { appendLines, collectorToml, edgeToml, relayToml, Tally } from '../helpers/exactly-once.js';
+import { appendLines, collectorToml, edgeToml, relayToml, Tally, waitAllDelivered } from '../helpers/exactly-once.js';
 import { killWithWorkers, nodeStarter, freePort, ownedTempDir, type RunningNode, sleep, waitFor, waitReady } from '../helpers/node.js';
 import { latestCounter, latestStatus } from '../helpers/status.js';
 
@@ -81,19 +81,7 @@ test.serial('balance: a relay SIGKILLed mid-burst loses nothing; the dedup colle
   await killWithWorkers(f.nodes.get('relay-a')!);
   t.log(`relay-a SIGKILLed with ${tally.distinct} lines at the collector`);
   // the edge never stalls: the collector's count grows in every 10 s window until all are in
-  let last = -1;
-  await waitFor(
-    async () => {
-      const now = tally.distinct;
-      if (now === total) return true;
-      if (now === last) throw new Error(`no progress for 10 s at ${now} lines (stalled)`);
-      last = now;
-      await sleep(10_000);
-      return false;
-    },
-    'backlog delivered',
-    150_000,
-  );
+  await waitAllDelivered(tally, total);
   await sleep(1000);
   t.deepEqual(tally.missing(total), []);
   t.is(tally.duplicates, 0, 'every line exactly once');
