@@ -6,7 +6,7 @@
 import { createServer } from 'node:http';
 import { appendFileSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import test from 'ava';
+import test, { type ExecutionContext } from 'ava';
 import { adminStatus } from '../helpers/admin.js';
 import { ExportLogsServiceResponse, otlpReceiver, Status } from '../helpers/otlp.js';
 import { freePort, ownedTempDir, startOwnedNode, waitFor } from '../helpers/node.js';
@@ -28,6 +28,29 @@ function letters(dir: string): Letter[] {
 
 const sink = (id: string, type: string, extra: string, config: string) => `[[pipelines.plugin_sinks]]\nid = "${id}"\ntype = "${type}"\n${extra}\n[pipelines.plugin_sinks.config]\n${config}\n`;
 
+/** A node reading `<dir>/in/app.log` (with `firstText` in it) from the start into pipeline `pipeline`: sink `main` (`mainToml`, naming `dead_letter = "dl"`), and the file sink `dl` at `<dir>/dl`. */
+async function startDeadLetterNode(t: ExecutionContext, pipeline: string, mainToml: string, firstText: string) {
+  const dir = ownedTempDir(t);
+  const inDir = join(dir.path, 'in');
+  mkdirSync(inDir);
+  const log = join(inDir, 'app.log');
+  writeFileSync(log, firstText);
+  const dl = join(dir.path, 'dl');
+  const admin = await freePort();
+  startOwnedNode(
+    t,
+    `status_interval_ms = 60000
+[admin]
+port = ${admin}
+[[pipelines]]
+name = "${pipeline}"
+[pipelines.flow.format]
+type = "json"
+${fileSourceToml('f', inDir, 'from = "start"')}${mainToml}${sink('dl', 'file', '', `directory = ${JSON.stringify(dl)}\nname = "out"`)}`,
+  );
+  return { dir, inDir, log, dl, admin };
+}
+
 test.serial('an http_chain batch refused with 400 goes to the dead letter file sink, whole, with fields.dead_letter; no dropped_batches', async (t) => {
   t.timeout(60_000);
   let requests = 0;
@@ -42,24 +65,8 @@ test.serial('an http_chain batch refused with 400 goes to the dead letter file s
   await new Promise<void>((resolve) => peer.listen(0, '127.0.0.1', resolve));
   t.teardown(() => new Promise<void>((resolve) => peer.close(() => resolve())));
   const port = (peer.address() as { port: number }).port;
-  const dir = ownedTempDir(t);
-  const inDir = join(dir.path, 'in');
-  mkdirSync(inDir);
   const lines = Array.from({ length: 30 }, (_, i) => `line ${i}`);
-  writeFileSync(join(inDir, 'app.log'), `${lines.join('\n')}\n`);
-  const admin = await freePort();
-  const dl = join(dir.path, 'dl');
-  startOwnedNode(
-    t,
-    `status_interval_ms = 60000
-[admin]
-port = ${admin}
-[[pipelines]]
-name = "edge"
-[pipelines.flow.format]
-type = "json"
-${fileSourceToml('f', inDir, 'from = "start"')}${sink('up', 'http_chain', 'dead_letter = "dl"', `host = "127.0.0.1"\nport = ${port}\nmax_batch_count = 10`)}${sink('dl', 'file', '', `directory = ${JSON.stringify(dl)}\nname = "out"`)}`,
-  );
+  const { inDir, dl, admin } = await startDeadLetterNode(t, 'edge', sink('up', 'http_chain', 'dead_letter = "dl"', `host = "127.0.0.1"\nport = ${port}\nmax_batch_count = 10`), `${lines.join('\n')}\n`);
   await waitFor(() => letters(dl).length >= 30, 'the 30 refused entries in the dead letter file', 30_000);
   const got = letters(dl);
   t.deepEqual(got.map((l) => l.message).sort(), [...lines].sort(), 'each refused entry once');
@@ -95,24 +102,8 @@ test.serial('otlp: records a receiver rejects (partial success, and 400) go to t
     return { status: 200 };
   });
   t.teardown(() => receiver.close());
-  const dir = ownedTempDir(t);
-  const inDir = join(dir.path, 'in');
-  mkdirSync(inDir);
   const lines = Array.from({ length: 30 }, (_, i) => `otlp line ${i}`);
-  writeFileSync(join(inDir, 'app.log'), `${lines.join('\n')}\n`);
-  const admin = await freePort();
-  const dl = join(dir.path, 'dl');
-  startOwnedNode(
-    t,
-    `status_interval_ms = 60000
-[admin]
-port = ${admin}
-[[pipelines]]
-name = "edge"
-[pipelines.flow.format]
-type = "json"
-${fileSourceToml('f', inDir, 'from = "start"')}${sink('otel', 'otlp', 'dead_letter = "dl"', `endpoint = "${receiver.url}"\nmax_batch_count = 10\nmax_in_flight = 1\nflush_interval_ms = 50`)}${sink('dl', 'file', '', `directory = ${JSON.stringify(dl)}\nname = "out"`)}`,
-  );
+  const { dl, admin } = await startDeadLetterNode(t, 'edge', sink('otel', 'otlp', 'dead_letter = "dl"', `endpoint = "${receiver.url}"\nmax_batch_count = 10\nmax_in_flight = 1\nflush_interval_ms = 50`), `${lines.join('\n')}\n`);
   await waitFor(() => receiver.requests.length >= 3 && letters(dl).length >= 20, 'three requests answered, two batches dead-lettered', 30_000);
   const first = receiver.requests[0]!.messages;
   const second = receiver.requests[1]!.messages;
@@ -140,25 +131,9 @@ ${fileSourceToml('f', inDir, 'from = "start"')}${sink('otel', 'otlp', 'dead_lett
 
 test.serial('a file sink whose writes fail (its directory replaced by a file) sends the entries to its dead letter sink, not dropped_writes', async (t) => {
   t.timeout(60_000);
-  const dir = ownedTempDir(t);
-  const inDir = join(dir.path, 'in');
-  mkdirSync(inDir);
-  const log = join(inDir, 'app.log');
-  writeFileSync(log, 'before\n');
-  const out = join(dir.path, 'out');
-  const dl = join(dir.path, 'dl');
-  const admin = await freePort();
-  startOwnedNode(
-    t,
-    `status_interval_ms = 60000
-[admin]
-port = ${admin}
-[[pipelines]]
-name = "p"
-[pipelines.flow.format]
-type = "json"
-${fileSourceToml('f', inDir, 'from = "start"')}${sink('main', 'file', 'dead_letter = "dl"', `directory = ${JSON.stringify(out)}\nname = "out"`)}${sink('dl', 'file', '', `directory = ${JSON.stringify(dl)}\nname = "out"`)}`,
-  );
+  const outDir = ownedTempDir(t);
+  const out = join(outDir.path, 'out');
+  const { log, dl, admin } = await startDeadLetterNode(t, 'p', sink('main', 'file', 'dead_letter = "dl"', `directory = ${JSON.stringify(out)}\nname = "out"`), 'before\n');
   await waitFor(() => letters(out).length === 1, 'the first line written by the main sink');
   rmSync(out, { recursive: true });
   writeFileSync(out, 'not a directory');
