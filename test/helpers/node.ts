@@ -159,6 +159,19 @@ export function nodeStarter(dir: TempDir, running: RunningNode[]) {
   };
 }
 
+/**
+ * A temp directory and a starter for nodes kept in `running`; the test's teardown kills them
+ * (with their workers, which write checkpoints and segments) before it removes the directory.
+ */
+export function killedNodesIn(t: Teardown, running: RunningNode[]): { dir: TempDir; start: ReturnType<typeof nodeStarter> } {
+  const dir = tempDir();
+  t.teardown(async () => {
+    await Promise.all(running.splice(0).map((n) => killWithWorkers(n)));
+    dir.remove();
+  });
+  return { dir, start: nodeStarter(dir, running) };
+}
+
 /** SIGKILLs a node's primary and its pipeline workers, as a crash would; resolves once the primary is gone. */
 export async function killWithWorkers(node: RunningNode): Promise<void> {
   const workers = await childPids(node.child.pid!);

@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { segmentSeq } from '../../src/buffer/record.js';
 import { adminRequest } from '../helpers/admin.js';
 import { collectorToml, idLine, postLines, printedCounts, relayToml } from '../helpers/buffer-node.js';
-import { childPids, freePort, killWithWorkers, nodeStarter, type RunningNode, sleep, spawnNode, tempDir, waitFor, waitReady } from '../helpers/node.js';
+import { childPids, freePort, killWithWorkers, killedNodesIn, nodeStarter, type RunningNode, sleep, spawnNode, tempDir, waitFor, waitReady } from '../helpers/node.js';
 import { latestCounter, latestStatus } from '../helpers/status.js';
 
 const running: RunningNode[] = [];
@@ -43,13 +43,7 @@ async function postAll(port: number, prefix: string, from: number, count: number
 }
 
 test.serial('collector down: the relay answers 204 to a backlog, drains it when the collector returns, and deletes the segments', async (t) => {
-  const dir = tempDir();
-  // the nodes go first (with their workers, which write checkpoints and segments), then the directory
-  t.teardown(async () => {
-    await Promise.all(running.splice(0).map((n) => killWithWorkers(n)));
-    dir.remove();
-  });
-  const start = nodeStarter(dir, running);
+  const { dir, start } = killedNodesIn(t, running);
   const [port, collectorPort] = [await freePort(), await freePort()];
   const dataDir = join(dir.path, 'data');
   const bufDir = join(dataDir, 'buffers', 'relay', 'in');
@@ -79,13 +73,7 @@ test.serial('collector down: the relay answers 204 to a backlog, drains it when 
 });
 
 test.serial('max_size_mb reached, when_full = "block": http 503 with Retry-After, tcp stops reading; both recover when the backlog drains', async (t) => {
-  const dir = tempDir();
-  // the nodes go first (with their workers, which write checkpoints and segments), then the directory
-  t.teardown(async () => {
-    await Promise.all(running.splice(0).map((n) => killWithWorkers(n)));
-    dir.remove();
-  });
-  const start = nodeStarter(dir, running);
+  const { dir, start } = killedNodesIn(t, running);
   const [port, tcpPort, collectorPort] = [await freePort(), await freePort(), await freePort()];
   const buffer = 'segment_size_mb = 0.05\nmax_size_mb = 0.1';
   const relay = start('relay', relayToml({ dataDir: join(dir.path, 'data'), source: 'http_chain', port, sinkPort: collectorPort, buffer }), ['--logging.level=debug']);
@@ -145,13 +133,7 @@ test.serial('max_size_mb reached, when_full = "block": http 503 with Retry-After
 const statusCount = (node: RunningNode) => node.records.filter((r) => r.msg === 'status report').length;
 
 test.serial('when_full = "drop_newest" counts drops and recovers; a udp source counts buffer_full drops', async (t) => {
-  const dir = tempDir();
-  // the nodes go first (with their workers, which write checkpoints and segments), then the directory
-  t.teardown(async () => {
-    await Promise.all(running.splice(0).map((n) => killWithWorkers(n)));
-    dir.remove();
-  });
-  const start = nodeStarter(dir, running);
+  const { dir, start } = killedNodesIn(t, running);
   const [port, udpPort, collectorPort, adminPort] = [await freePort(), await freePort(), await freePort(), await freePort()];
   const relay = start(
     'relay',

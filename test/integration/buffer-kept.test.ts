@@ -9,7 +9,7 @@ import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { segmentSeq } from '../../src/buffer/record.js';
 import { collectorToml, idLine, postLines, printedCounts, relayToml } from '../helpers/buffer-node.js';
-import { freePort, killWithWorkers, nodeStarter, type RunningNode, sleep, tempDir, waitFor, waitReady } from '../helpers/node.js';
+import { freePort, killWithWorkers, killedNodesIn, type RunningNode, sleep, waitFor, waitReady } from '../helpers/node.js';
 import { latestCounter } from '../helpers/status.js';
 
 const running: RunningNode[] = [];
@@ -46,12 +46,7 @@ const changes: [string, (toml: string) => string][] = [
 
 for (const [what, change] of changes) {
   test.serial(`${what}: the reload keeps the buffer and says how many entries it holds; configured again, they are sent once`, async (t) => {
-    const dir = tempDir();
-    t.teardown(async () => {
-      await Promise.all(running.splice(0).map((n) => killWithWorkers(n)));
-      dir.remove();
-    });
-    const start = nodeStarter(dir, running);
+    const { dir, start } = killedNodesIn(t, running);
     const [port, collectorPort] = [await freePort(), await freePort()];
     const dataDir = join(dir.path, 'data');
     const bufDir = join(dataDir, 'buffers', 'relay', 'in');
@@ -91,12 +86,7 @@ for (const [what, change] of changes) {
 }
 
 test.serial('a backlog delivered after a restart: its segment is deleted, the buffer reads 0 bytes, and a start finds nothing to delete', async (t) => {
-  const dir = tempDir();
-  t.teardown(async () => {
-    await Promise.all(running.splice(0).map((n) => killWithWorkers(n)));
-    dir.remove();
-  });
-  const start = nodeStarter(dir, running);
+  const { dir, start } = killedNodesIn(t, running);
   const [port, collectorPort] = [await freePort(), await freePort()];
   const dataDir = join(dir.path, 'data');
   const bufDir = join(dataDir, 'buffers', 'relay', 'in');

@@ -11,7 +11,7 @@ import { connect } from 'node:net';
 import { join } from 'node:path';
 import { collectorToml, idLine, postLines, printedCounts, relayToml } from '../helpers/buffer-node.js';
 import { chainSenderToml, feedWithin60s } from '../helpers/chain.js';
-import { childPids, freePort, killWithWorkers, nodeStarter, type RunningNode, sleep, tempDir, waitFor, waitReady } from '../helpers/node.js';
+import { childPids, freePort, killWithWorkers, killedNodesIn, type RunningNode, sleep, waitFor, waitReady } from '../helpers/node.js';
 import { latestCounter } from '../helpers/status.js';
 
 const running: RunningNode[] = [];
@@ -23,13 +23,7 @@ const starts = (node: RunningNode) => node.records.filter((r) => r.msg === 'Star
 const between = (lo: number, hi: number) => lo + Math.floor(Math.random() * (hi - lo));
 
 test.serial('http_chain into a disk buffer: 12 SIGKILLs of worker and node, then every entry answered 204 arrives exactly once', async (t) => {
-  const dir = tempDir();
-  // the nodes go first (with their workers, which write checkpoints and segments), then the directory
-  t.teardown(async () => {
-    await Promise.all(running.splice(0).map((n) => killWithWorkers(n)));
-    dir.remove();
-  });
-  const start = nodeStarter(dir, running);
+  const { dir, start } = killedNodesIn(t, running);
   const [port, collectorPort] = [await freePort(), await freePort()];
   const relay = relayToml({ dataDir: join(dir.path, 'data'), source: 'http_chain', port, sinkPort: collectorPort, buffer: 'segment_size_mb = 0.05\nmax_size_mb = 64' });
   const MAX = 4000;
@@ -116,13 +110,7 @@ test.serial('http_chain into a disk buffer: 12 SIGKILLs of worker and node, then
 });
 
 test.serial('syslog over tcp into a disk buffer: messages sent, a worker SIGKILL, all delivered once after', async (t) => {
-  const dir = tempDir();
-  // the nodes go first (with their workers, which write checkpoints and segments), then the directory
-  t.teardown(async () => {
-    await Promise.all(running.splice(0).map((n) => killWithWorkers(n)));
-    dir.remove();
-  });
-  const start = nodeStarter(dir, running);
+  const { dir, start } = killedNodesIn(t, running);
   const [port, collectorPort] = [await freePort(), await freePort()];
   const relay = relayToml({ dataDir: join(dir.path, 'data'), source: 'syslog', port, sinkPort: collectorPort, sourceConfig: 'mode = "tcp"', buffer: 'segment_size_mb = 0.05' });
   const node = start('relay', relay, ['--logging.level=debug']);
@@ -156,13 +144,7 @@ test.serial('syslog over tcp into a disk buffer: messages sent, a worker SIGKILL
 });
 
 test.serial('tcp_chain into a disk buffer: the sender is acknowledged once entries are durable, with the collector down', async (t) => {
-  const dir = tempDir();
-  // the nodes go first (with their workers, which write checkpoints and segments), then the directory
-  t.teardown(async () => {
-    await Promise.all(running.splice(0).map((n) => killWithWorkers(n)));
-    dir.remove();
-  });
-  const start = nodeStarter(dir, running);
+  const { dir, start } = killedNodesIn(t, running);
   const [port, collectorPort] = [await freePort(), await freePort()];
   const relay = start('relay', relayToml({ dataDir: join(dir.path, 'data'), source: 'tcp_chain', port, sinkPort: collectorPort }), ['--logging.level=debug']);
   await waitReady(relay, 'relay', 30_000);
