@@ -20,7 +20,7 @@ import { mkdirSync, renameSync } from 'node:fs';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { gunzipSync } from 'node:zlib';
-import { encodeWire, type WireItem, wireItem } from '../src/chain/wire.js';
+import { encodeWire, type WireItem, wireItem } from '../src/core/entry-wire.js';
 import type { Entry } from '../src/core/entry.js';
 import { decodeRequest } from '../src/otlp/decode.js';
 import { mapRequest } from '../src/otlp/map-in.js';

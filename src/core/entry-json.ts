@@ -27,7 +27,7 @@ export function onlyQuotesFrom(s: string, first: number): boolean {
  */
 export const PLAIN_ASCII = /^[ !#-[\]-~]*$/;
 
-/** Printable ASCII but `\`: written byte for byte, each `"` as `\"` (see putString in chain/wire.ts). */
+/** Printable ASCII but `\`: written byte for byte, each `"` as `\"` (see putString in core/entry-wire.ts). */
 export const QUOTED_ASCII = /^[ -[\]-~]*$/;
 
 /**

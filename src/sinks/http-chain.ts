@@ -10,7 +10,7 @@ import { chainBackoff, type ChainSinkConfig, chainSinkConfig, chainSinkFields } 
 import type { PluginSpec } from '../config/spec.js';
 import { acceptsEncoding, defaultNode, HEADER_ACCEPT_ENCODING, HEADER_NODE, HEADER_PROTOCOL, NDJSON, PROTOCOL_VERSION, reportPath } from '../chain/protocol.js';
 import type { NodeReport } from '../core/node-report.js';
-import { eachWireRun, encodeWire, type WireItem, wireItems } from '../chain/wire.js';
+import { eachWireRun, encodeWire, type WireItem, wireItems } from '../core/entry-wire.js';
 import { settle, type Ticket } from '../core/ack.js';
 import type { Entry } from '../core/entry.js';
 import { errorMessage } from '../core/errors.js';

@@ -11,7 +11,7 @@
 import { createInbox, headers, type Msg, type NatsConnection, type Subscription } from '@nats-io/transport-node';
 import { HeldWaiters } from '../chain/held-waiters.js';
 import { createRequestLinkState } from '../chain/link-state.js';
-import { eachWireRun, encodeWire, type WireItem, wireItems } from '../chain/wire.js';
+import { eachWireRun, encodeWire, type WireItem, wireItems } from '../core/entry-wire.js';
 import { settle } from '../core/ack.js';
 import { PluginError } from '../core/errors.js';
 import type { OnFull } from '../core/queue.js';

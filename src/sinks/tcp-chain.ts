@@ -8,7 +8,7 @@ import { HeldWaiters } from '../chain/held-waiters.js';
 import { chainBackoff, type ChainSinkConfig, chainSinkConfig, chainSinkFields } from '../chain/sink-config.js';
 import type { PluginSpec } from '../config/spec.js';
 import { defaultNode, helloLine, LineSplitter, parseServerLine, reportLine } from '../chain/protocol.js';
-import { eachWireRun, encodeWire, type WireItem, wireItems } from '../chain/wire.js';
+import { eachWireRun, encodeWire, type WireItem, wireItems } from '../core/entry-wire.js';
 import { COMPRESSIONS, type Compression, offeredCodecs, streamCompressor, zstdMissing } from '../chain/compression.js';
 import { settleAll } from '../core/ack.js';
 import { PluginError } from '../core/errors.js';

@@ -4,7 +4,7 @@
 
 import { withBuffer } from '../buffer/source.js';
 import type { PipelineConfig } from '../config/schema.js';
-import { encodeWire, type WireItem, wireItem } from '../chain/wire.js';
+import { encodeWire, type WireItem, wireItem } from '../core/entry-wire.js';
 import { settle, settleAll } from '../core/ack.js';
 import type { Counters, PipelineCounters } from '../core/counters.js';
 import type { Entry } from '../core/entry.js';

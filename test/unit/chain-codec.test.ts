@@ -19,7 +19,7 @@ import {
 } from '../../src/chain/protocol.js';
 import { type Entry, normaliseLevel } from '../../src/core/entry.js';
 import { formatJson } from '../../src/flow/format.js';
-import { eachWireRun, encodeWire, type WireItem, wireItem } from '../../src/chain/wire.js';
+import { eachWireRun, encodeWire, type WireItem, wireItem } from '../../src/core/entry-wire.js';
 import { xorshift } from '../helpers/random.js';
 
 /** The entry without what `decodeEntry` keeps of a canonical line. */

@@ -5,12 +5,12 @@
 // the same bytes (often the same Buffer, as one write) and a tcp_chain sink resends them after a
 // reconnect. Held lines live outside the JS heap, which the garbage collector never copies.
 
-import { hasKeys, isoTime, jsonString, NEEDS_ESCAPE, onlyQuotesFrom, QUOTED_ASCII } from '../core/entry-json.js';
-import type { Entry, Level } from '../core/entry.js';
-import { isTime } from '../core/entry.js';
-import type { Utf8Writer } from '../core/lines-buffer.js';
-import type { SinkItem } from '../core/sink-item.js';
-import type { Ticket } from '../core/ack.js';
+import { hasKeys, isoTime, jsonString, NEEDS_ESCAPE, onlyQuotesFrom, QUOTED_ASCII } from './entry-json.js';
+import type { Entry, Level } from './entry.js';
+import { isTime } from './entry.js';
+import type { Utf8Writer } from './lines-buffer.js';
+import type { SinkItem } from './sink-item.js';
+import type { Ticket } from './ack.js';
 
 const ascii = (s: string): Uint8Array => Buffer.from(s, 'latin1');
 const K_TIME = ascii('{"time":"');
