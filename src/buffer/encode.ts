@@ -1,4 +1,4 @@
-// The JSON line of a buffer record: byte for byte what `encodeEntry` (chain/protocol.ts) writes,
+// The JSON line of a buffer record: byte for byte what `encodeEntry` (core/entry-line.ts) writes,
 // made faster for the way entries reach a buffer. The entries of one read mostly share their
 // time, node, source and level, and a syslog sender's fields (hostname, facility): the text of
 // those is made once and reused while they stay the same; an id the buffer stamped needs no

@@ -6,9 +6,9 @@
 
 import { open, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
-import { decodeEntry } from '../chain/protocol.js';
 import { InOrder } from '../core/ack.js';
 import type { Entry } from '../core/entry.js';
+import { decodeEntry } from '../core/entry-line.js';
 import { errorMessage } from '../core/errors.js';
 import type { Logger } from '../core/log.js';
 import type { BufferCounters } from './counters.js';

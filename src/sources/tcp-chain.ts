@@ -6,7 +6,8 @@
 import type { Server, Socket } from 'node:net';
 import { StringDecoder } from 'node:string_decoder';
 import { STREAM_CODECS, streamDecompressor } from '../chain/compression.js';
-import { acceptFor, ackLine, decodeEntry, errorLine, isReportLine, LineSplitter, okLine, parseHello, reportOfLine, trailingIdOf } from '../chain/protocol.js';
+import { acceptFor, ackLine, errorLine, isReportLine, LineSplitter, okLine, parseHello, reportOfLine } from '../chain/protocol.js';
+import { decodeEntry, trailingIdOf } from '../core/entry-line.js';
 import { reportSourceCounters, takeReport } from '../chain/reports.js';
 import { CHAIN_SOURCE_BUFFER_SIZE, type ChainSourceConfig, chainSourceConfig, chainSourceCounters, chainSourceFields } from '../chain/source-config.js';
 import type { PluginSpec } from '../config/spec.js';

@@ -3,8 +3,6 @@ import fc from 'fast-check';
 import {
   ackLine,
   acceptFor,
-  decodeEntry,
-  encodeEntry,
   errorLine,
   helloLine,
   isReportLine,
@@ -15,8 +13,8 @@ import {
   okLine,
   parseHello,
   parseServerLine,
-  trailingIdOf,
 } from '../../src/chain/protocol.js';
+import { decodeEntry, encodeEntry, trailingIdOf } from '../../src/core/entry-line.js';
 import { type Entry, normaliseLevel } from '../../src/core/entry.js';
 import { formatJson } from '../../src/flow/format.js';
 import { eachWireRun, encodeWire, type WireItem, wireItem } from '../../src/core/entry-wire.js';

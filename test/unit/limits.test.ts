@@ -2,7 +2,7 @@
 // what a Node timer takes, and nesting deeper than JSON.stringify can walk.
 
 import test from 'ava';
-import { decodeEntry, encodeEntry } from '../../src/chain/protocol.js';
+import { decodeEntry, encodeEntry } from '../../src/core/entry-line.js';
 import { loadConfig } from '../../src/config/load.js';
 import { parseLine } from '../../src/core/entry.js';
 import { formatJson, formatTxt } from '../../src/flow/format.js';
