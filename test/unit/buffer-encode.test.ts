@@ -5,9 +5,9 @@
 
 import test from 'ava';
 import fc from 'fast-check';
-import { LineEncoder, RecordEncoder } from '../../src/buffer/encode.js';
+import { RecordEncoder } from '../../src/buffer/encode.js';
 import { encodeRecords, recordAt, sealRecords } from '../../src/buffer/record.js';
-import { encodeEntry } from '../../src/core/entry-line.js';
+import { encodeEntry, LineEncoder } from '../../src/core/entry-line.js';
 import type { Entry, Level } from '../../src/core/entry.js';
 
 // few values each, so that consecutive entries often share them, and now and then do not
