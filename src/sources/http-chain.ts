@@ -11,7 +11,7 @@ import { HEADER_ACCEPT_ENCODING, HEADER_ACCEPTED, HEADER_NODE, HEADER_PROTOCOL, 
 import { decodeEntry, trailingIdOf } from '../core/entry-line.js';
 import { reportSourceCounters, takeReport } from '../chain/reports.js';
 import { parseJsonText } from '../core/entry.js';
-import { CHAIN_SOURCE_BUFFER_SIZE, type ChainSourceConfig, chainSourceConfig, chainSourceFields } from '../chain/source-config.js';
+import { CHAIN_SOURCE_BUFFER_SIZE, type ChainSourceConfig, chainSourceConfig, chainSourceFields } from '../net/source-config.js';
 import type { PluginSpec } from '../config/spec.js';
 import { doneBy } from '../core/ack.js';
 import type { Entry } from '../core/entry.js';

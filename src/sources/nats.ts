@@ -11,7 +11,7 @@
 import { AckPolicy, type Consumer, DeliverPolicy, jetstream, jetstreamManager, type JsMsg } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { decodeEntry } from '../core/entry-line.js';
-import { CHAIN_SOURCE_BUFFER_SIZE } from '../chain/source-config.js';
+import { CHAIN_SOURCE_BUFFER_SIZE } from '../net/source-config.js';
 import { doneBy } from '../core/ack.js';
 import type { Entry } from '../core/entry.js';
 import { errorMessage } from '../core/errors.js';

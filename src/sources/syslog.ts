@@ -6,7 +6,7 @@
 
 import { createSocket, type Socket as UdpSocket } from 'node:dgram';
 import { isIP, type Server, type Socket } from 'node:net';
-import { CHAIN_SOURCE_BUFFER_SIZE, type ChainSourceConfig, chainSourceConfig, chainSourceCounters, chainSourceFields } from '../chain/source-config.js';
+import { CHAIN_SOURCE_BUFFER_SIZE, type ChainSourceConfig, chainSourceConfig, chainSourceCounters, chainSourceFields } from '../net/source-config.js';
 import type { PluginSpec } from '../config/spec.js';
 import type { Entry } from '../core/entry.js';
 import { PluginError } from '../core/errors.js';

@@ -9,7 +9,7 @@ import { STREAM_CODECS, streamDecompressor } from '../chain/compression.js';
 import { acceptFor, ackLine, errorLine, isReportLine, LineSplitter, okLine, parseHello, reportOfLine } from '../chain/protocol.js';
 import { decodeEntry, trailingIdOf } from '../core/entry-line.js';
 import { reportSourceCounters, takeReport } from '../chain/reports.js';
-import { CHAIN_SOURCE_BUFFER_SIZE, type ChainSourceConfig, chainSourceConfig, chainSourceCounters, chainSourceFields } from '../chain/source-config.js';
+import { CHAIN_SOURCE_BUFFER_SIZE, type ChainSourceConfig, chainSourceConfig, chainSourceCounters, chainSourceFields } from '../net/source-config.js';
 import type { PluginSpec } from '../config/spec.js';
 import { doneBy, InOrder } from '../core/ack.js';
 import type { Entry } from '../core/entry.js';

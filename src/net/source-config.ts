@@ -1,10 +1,11 @@
-// Keys every chain source shares (DESIGN.md §7): where to listen, how big a batch, TLS and auth.
+// Keys every listening source shares (DESIGN.md §7): where to listen, how big a batch, the disk
+// buffer, TLS and auth: the chain sources, and the syslog, otlp and nats sources use them too.
 
 import type { PluginConfig } from '../config/schema.js';
 import type { Fields, PluginSpec } from '../config/spec.js';
 import { BUFFER_FIELDS } from '../buffer/config.js';
 import { PORT, pluginConfig } from '../core/plugin-config.js';
-import { AUTH_FIELDS, type AuthConfig, TLS_FIELDS, type TlsConfig } from '../net/tls.js';
+import { AUTH_FIELDS, type AuthConfig, TLS_FIELDS, type TlsConfig } from './tls.js';
 
 export interface ChainSourceConfig {
   /** listen address, default "0.0.0.0" */
