@@ -9,7 +9,7 @@
 // every retry. Streams are never created here.
 
 import { createInbox, headers, type Msg, type NatsConnection, type Subscription } from '@nats-io/transport-node';
-import { HeldWaiters } from '../chain/held-waiters.js';
+import { HeldWaiters } from '../net/held-waiters.js';
 import { createRequestLinkState } from '../chain/link-state.js';
 import { eachWireRun, encodeWire, type WireItem, wireItems } from '../core/entry-wire.js';
 import { settle } from '../core/ack.js';

@@ -4,7 +4,7 @@
 
 import type { Socket } from 'node:net';
 import type { ConnectionOptions } from 'node:tls';
-import { HeldWaiters } from '../chain/held-waiters.js';
+import { HeldWaiters } from '../net/held-waiters.js';
 import { chainBackoff, type ChainSinkConfig, chainSinkConfig, chainSinkFields } from '../chain/sink-config.js';
 import type { PluginSpec } from '../config/spec.js';
 import { defaultNode, helloLine, LineSplitter, parseServerLine, reportLine } from '../chain/protocol.js';

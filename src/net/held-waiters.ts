@@ -1,7 +1,8 @@
-// The two waits of a chain sink (DESIGN.md §7): a write() blocked while the sink holds
-// `buffer_size` entries or more, and close() waiting until every held entry is delivered.
+// The two waits of a sink that holds entries until they are acknowledged (the chain, otlp and
+// nats sinks; DESIGN.md §7): a write() blocked while the sink holds `buffer_size` entries or more,
+// and close() waiting until every held entry is delivered.
 
-import { settleBy } from '../net/sink-server.js';
+import { settleBy } from './sink-server.js';
 
 export class HeldWaiters {
   private space: (() => void) | undefined;
