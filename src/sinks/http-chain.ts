@@ -20,7 +20,7 @@ import { COMPRESSIONS, type Compression, zstdMissing } from '../chain/compressio
 import { PluginError } from '../core/errors.js';
 import { promisify } from 'node:util';
 import * as zlib from 'node:zlib';
-import { createRequestLinkState } from '../chain/link-state.js';
+import { createRequestLinkState } from '../net/link-state.js';
 import type { Sink, SinkFactory } from './types.js';
 
 interface HttpChainSinkConfig extends ChainSinkConfig {

@@ -10,7 +10,7 @@
 
 import { createInbox, headers, type Msg, type NatsConnection, type Subscription } from '@nats-io/transport-node';
 import { HeldWaiters } from '../net/held-waiters.js';
-import { createRequestLinkState } from '../chain/link-state.js';
+import { createRequestLinkState } from '../net/link-state.js';
 import { eachWireRun, encodeWire, type WireItem, wireItems } from '../core/entry-wire.js';
 import { settle } from '../core/ack.js';
 import { PluginError } from '../core/errors.js';

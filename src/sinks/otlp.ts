@@ -9,7 +9,7 @@ import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { promisify } from 'node:util';
 import { gzip } from 'node:zlib';
 import { HeldWaiters } from '../net/held-waiters.js';
-import { createRequestLinkState } from '../chain/link-state.js';
+import { createRequestLinkState } from '../net/link-state.js';
 import { type Fields, isPlainObject, type PluginSpec, type Spec } from '../config/spec.js';
 import { settle, type Ticket } from '../core/ack.js';
 import type { Entry } from '../core/entry.js';

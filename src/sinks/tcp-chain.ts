@@ -14,7 +14,7 @@ import { settleAll } from '../core/ack.js';
 import { PluginError } from '../core/errors.js';
 import { DialLoop } from '../net/dial-loop.js';
 import { clientTlsOptions } from '../net/tls.js';
-import { createLinkState } from '../chain/link-state.js';
+import { createLinkState } from '../net/link-state.js';
 import type { Sink, SinkFactory } from './types.js';
 
 interface TcpChainSinkConfig extends ChainSinkConfig {
