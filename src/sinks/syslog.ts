@@ -6,7 +6,7 @@
 import { createSocket, type Socket as UdpSocket } from 'node:dgram';
 import { isIP, type Socket } from 'node:net';
 import type { ConnectionOptions } from 'node:tls';
-import { chainBackoff, type DialerSinkConfig, dialerSinkConfig, dialerSinkFields } from '../chain/sink-config.js';
+import { dialerBackoff, type DialerSinkConfig, dialerSinkConfig, dialerSinkFields } from '../net/dialer-config.js';
 import type { PluginSpec } from '../config/spec.js';
 import { errorMessage, PluginError } from '../core/errors.js';
 import { DialLoop } from '../net/dial-loop.js';
@@ -59,7 +59,7 @@ export const createSyslogSink: SinkFactory = (plugin, ctx): Sink => {
   if (cfg.mode === 'udp' && cfg.tls.enabled) throw new PluginError('sink', plugin.id, 'tls', 'applies to mode "tcp" only');
   const tlsOptions: ConnectionOptions | undefined = clientTlsOptions('sink', plugin.id, cfg.tls, cfg.host);
   const header: HeaderOptions = { facility: cfg.facility, hostname: ctx.node, appName: cfg.app_name };
-  const backoff = chainBackoff(cfg);
+  const backoff = dialerBackoff(cfg);
   const counters = { connected: 0, reconnects: 0 };
   const log = ctx.log;
   const remote = `${cfg.host}:${cfg.port}`;
