@@ -82,3 +82,26 @@ export function importsLeaving(graph: ImportGraph, floor: string): string[] {
   }
   return out;
 }
+
+/**
+ * The ways a file of `from/` reaches a file of `to/`, directly or through others: for each file of
+ * `to/` reached, one path as `a -> b -> …`, sorted. Empty when `from/` never reaches `to/`.
+ */
+export function pathsBetween(graph: ImportGraph, from: string, to: string): string[] {
+  const via = new Map<string, string>();
+  const queue = [...graph.keys()].filter((f) => f.startsWith(`${from}/`)).sort();
+  for (const f of queue) via.set(f, f);
+  const out: string[] = [];
+  // each file is queued once: the walk ends after at most as many steps as the graph has files
+  for (let i = 0; i < queue.length; i++) {
+    const f = queue[i]!;
+    for (const d of graph.get(f) ?? []) {
+      if (via.has(d)) continue;
+      const path = `${via.get(f)!} -> ${d}`;
+      via.set(d, path);
+      if (d.startsWith(`${to}/`)) out.push(path);
+      else queue.push(d);
+    }
+  }
+  return out.sort();
+}

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import test from 'ava';
-import { importCircles, importGraph, importsLeaving } from '../helpers/import-graph.js';
+import { importCircles, importGraph, importsLeaving, pathsBetween } from '../helpers/import-graph.js';
 
 const SRC = fileURLToPath(new URL('../../../src', import.meta.url));
 
@@ -58,4 +58,36 @@ test('the primary never touches entries: primary/ and ipc/ import nothing from f
     for (const to of deps) if (/^(flow|worker|sources|sinks)\//.test(to)) faults.push(`${from} -> ${to}`);
   }
   t.deepEqual(faults, []);
+});
+
+test('the entry line lives below chain/ and buffer/: neither reaches the other, directly or through others', (t) => {
+  const graph = importGraph(SRC);
+  t.true([...graph.keys()].some((f) => f.startsWith('chain/')) && [...graph.keys()].some((f) => f.startsWith('buffer/')), 'chain/ and buffer/ files were read');
+  t.deepEqual(pathsBetween(graph, 'chain', 'buffer'), []);
+  t.deepEqual(pathsBetween(graph, 'buffer', 'chain'), []);
+});
+
+test('chain/ is the chain protocol: only the tcp_chain and http_chain plugins import it', (t) => {
+  const graph = importGraph(SRC);
+  const chainPlugins = ['sources/tcp-chain.ts', 'sources/http-chain.ts', 'sinks/tcp-chain.ts', 'sinks/http-chain.ts'];
+  const faults: string[] = [];
+  for (const [from, deps] of graph) {
+    if (from.startsWith('chain/') || chainPlugins.includes(from)) continue;
+    for (const to of deps) if (to.startsWith('chain/')) faults.push(`${from} -> ${to}`);
+  }
+  t.deepEqual(faults, []);
+});
+
+test('the checker sees a folder reach another through a third, and not the other way', (t) => {
+  const root = mkdtempSync(join(tmpdir(), 'logrelay-graph-'));
+  t.teardown(() => rmSync(root, { recursive: true, force: true }));
+  for (const dir of ['core', 'chain', 'buffer', 'net']) mkdirSync(join(root, dir));
+  writeFileSync(join(root, 'core/entry-line.ts'), 'export const line = 1;\n');
+  writeFileSync(join(root, 'chain/protocol.ts'), "import { line } from '../core/entry-line.js';\nimport type { X } from '../net/source-config.js';\n");
+  writeFileSync(join(root, 'net/source-config.ts'), "export { BUFFER_FIELDS } from '../buffer/config.js';\n");
+  writeFileSync(join(root, 'buffer/config.ts'), "import { line } from '../core/entry-line.js';\n");
+  writeFileSync(join(root, 'buffer/reader.ts'), "import './config.js';\n");
+  const graph = importGraph(root);
+  t.deepEqual(pathsBetween(graph, 'chain', 'buffer'), ['chain/protocol.ts -> net/source-config.ts -> buffer/config.ts']);
+  t.deepEqual(pathsBetween(graph, 'buffer', 'chain'), []);
 });
