@@ -1,5 +1,7 @@
 // The log entry (DESIGN.md §4) and the parsing of text and JSON lines into entries.
 
+import { readTimeText } from './time.js';
+
 export type Level = 'TRACE' | 'DEBUG' | 'INFO' | 'WARN' | 'ERROR' | 'FATAL';
 
 export interface Entry {
@@ -98,53 +100,16 @@ export function isTime(ms: unknown): ms is number {
 
 /**
  * A time value as epoch ms: an RFC 3339 string or epoch ms within the Date range; anything else
- * (epoch nanoseconds, say) is no time and stays a field.
+ * (epoch nanoseconds, say) is no time and stays a field. Text is read by readTimeText (core/time.ts),
+ * so any other form Date.parse reads is taken too.
  */
 export function parseTime(value: unknown): number | undefined {
   if (isTime(value)) return value;
   if (typeof value === 'string') {
-    // entries sent together mostly share their second: `YYYY-MM-DDTHH:MM:SS.mmmZ` in the last
-    // one's second is it plus the milliseconds (read first: comparing two whole texts that differ
-    // in their milliseconds, or startsWith, costs more than comparing the 19 characters here)
-    if (value.length === 24 && lastSecondText !== '' && value.charCodeAt(23) === 90 /* Z */ && value.charCodeAt(19) === 46 /* . */ && sameSecond(value)) {
-      const ms = threeDigits(value, 20);
-      if (ms >= 0) return lastSecondMs + ms;
-    }
-    // and often their time text: the last one parsed is remembered
-    if (value === lastTimeText) return lastTimeMs;
-    const t = Date.parse(value);
-    if (!Number.isNaN(t)) {
-      lastTimeText = value;
-      lastTimeMs = t;
-      const ms = value.length === 24 && value.charCodeAt(19) === 46 /* . */ && value.charCodeAt(23) === 90 ? threeDigits(value, 20) : -1;
-      if (ms >= 0) {
-        lastSecondText = value.slice(0, 20);
-        lastSecondMs = t - ms;
-      }
-      return t;
-    }
+    const t = readTimeText(value);
+    if (!Number.isNaN(t)) return t;
   }
   return undefined;
-}
-
-let lastTimeText = '';
-let lastTimeMs = 0;
-/** `YYYY-MM-DDTHH:MM:SS.` of the last UTC time with milliseconds parsed, and that second's epoch ms */
-let lastSecondText = '';
-let lastSecondMs = 0;
-
-/** True when `value`'s first 19 characters (`YYYY-MM-DDTHH:MM:SS`) are lastSecondText's. */
-function sameSecond(value: string): boolean {
-  for (let i = 18; i >= 0; i--) if (value.charCodeAt(i) !== lastSecondText.charCodeAt(i)) return false;
-  return true;
-}
-
-/** The number of the three decimal digits of `s` at `at`; -1 when they are not three digits. */
-function threeDigits(s: string, at: number): number {
-  const a = s.charCodeAt(at) - 48;
-  const b = s.charCodeAt(at + 1) - 48;
-  const c = s.charCodeAt(at + 2) - 48;
-  return a >= 0 && a <= 9 && b >= 0 && b <= 9 && c >= 0 && c <= 9 ? a * 100 + b * 10 + c : -1;
 }
 
 /**
