@@ -5,6 +5,7 @@
 import type { Entry, Level } from './entry.js';
 import { entryJson, fieldsJson, hasKeys, isoTime, jsonString, NEEDS_ESCAPE, rawLine } from './entry-json.js';
 import { isTime, normaliseLevel, parseJsonText, parseTime } from './entry.js';
+import { readTimeText } from './time.js';
 
 // ── Entry codec ───────────────────────────────────────────────────────────────────────────────
 
@@ -112,7 +113,7 @@ let lastCanonicalMs = 0;
 /** Epoch ms of RFC 3339 text that `isoTime` would write back the same; undefined otherwise. */
 function canonicalTime(text: string): number | undefined {
   if (text === lastCanonicalTime) return lastCanonicalMs;
-  const ms = Date.parse(text);
+  const ms = readTimeText(text);
   if (Number.isNaN(ms) || new Date(ms).toISOString() !== text) return undefined;
   lastCanonicalTime = text;
   lastCanonicalMs = ms;

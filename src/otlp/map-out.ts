@@ -3,6 +3,7 @@
 // others get a resource of their source and node and their fields as attributes.
 
 import type { Entry, Level } from '../core/entry.js';
+import { readRfc3339, type TimeParts } from '../core/time.js';
 import { type Attributes, emptyRecord, type OtlpLogRecord, type OtlpRequest, type OtlpResourceLogs, type OtlpScope, type OtlpScopeLogs, setKey } from './model.js';
 import type { Nanos } from './proto.js';
 
@@ -11,18 +12,18 @@ const LEVEL_SEVERITY: Readonly<Record<Level, number>> = { TRACE: 1, DEBUG: 5, IN
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 const HEX = /^(?:[0-9a-f]{2})*$/;
 
-const RFC3339 = /^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d{1,9}))?(Z|[+-]\d\d:\d\d)$/i;
+const parts: TimeParts = { ns: 0, digits: 0 };
 
-/** RFC 3339 text with up to nine fraction digits as ms and ns; false when it is not one. */
+/**
+ * RFC 3339 text as ms and ns; false when it is not one. Nine fraction digits at most (no more are
+ * kept) and `T` or `t` between date and time, as OTLP has always read them.
+ */
 export function parseNanoTime(text: unknown, into: Nanos): boolean {
-  if (typeof text !== 'string') return false;
-  const m = RFC3339.exec(text);
-  if (!m) return false;
-  const whole = Date.parse(`${m[1]}${m[3]}`);
-  if (Number.isNaN(whole)) return false;
-  const frac = (m[2] ?? '').padEnd(9, '0');
-  into.ms = whole + Number(frac.slice(0, 3));
-  into.ns = Number(frac.slice(3));
+  if (typeof text !== 'string' || text.charCodeAt(10) === 32 /* space */) return false;
+  const ms = readRfc3339(text, parts);
+  if (Number.isNaN(ms) || parts.digits > 9) return false;
+  into.ms = ms;
+  into.ns = parts.ns;
   return true;
 }
 

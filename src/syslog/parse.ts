@@ -3,6 +3,7 @@
 // HOSTNAME, facility, PROCID, MSGID and structured data → fields.
 
 import type { Entry } from '../core/entry.js';
+import { readTimeText } from '../core/time.js';
 import { MONTHS } from './format.js';
 import { FACILITIES, MAX_PRI, SEVERITY_LEVELS } from './pri.js';
 
@@ -85,7 +86,7 @@ function parse5424(s: string, entry: Entry, fields: Record<string, unknown>): bo
   }
   const [time, hostname, app, procid, msgid] = parts as [string, string, string, string, string];
   if (time !== NIL) {
-    const t = Date.parse(time);
+    const t = readTimeText(time);
     if (!Number.isNaN(t)) entry.time = t;
   }
   if (hostname !== NIL) fields.hostname = hostname;
@@ -183,7 +184,7 @@ function parse3164(s: string, now: number, entry: Entry, fields: Record<string, 
   } else {
     const iso = RFC3339_TIME.exec(s);
     if (iso) {
-      const t = Date.parse(iso[0].slice(0, -1));
+      const t = readTimeText(iso[0].slice(0, -1));
       if (!Number.isNaN(t)) entry.time = t;
       pos = iso[0].length;
       timed = true;

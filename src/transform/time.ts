@@ -1,11 +1,11 @@
 // The time forms a transform may write into `time` (DESIGN.md §24): RFC 3339, epoch seconds or
 // milliseconds as a number, and the common log format's `10/Oct/2000:13:55:36 -0700`.
 
-import { isTime, parseTime } from '../core/entry.js';
+import { isTime } from '../core/entry.js';
+import { readRfc3339 } from '../core/time.js';
 
 /** Numbers below this are epoch seconds (1e11 s is the year 5138; 1e11 ms is 1973). */
 const SECONDS_BELOW = 1e11;
-const RFC3339 = /^\d{4}-\d\d-\d\d[Tt ]\d\d:\d\d:\d\d(?:\.\d+)?(?:[Zz]|[+-]\d\d:\d\d)$/;
 const CLF = /^(\d\d)\/(Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)\/(\d{4}):(\d\d):(\d\d):(\d\d) ([+-])(\d\d)(\d\d)$/;
 const MONTH: Readonly<Record<string, number>> = { Jan: 0, Feb: 1, Mar: 2, Apr: 3, May: 4, Jun: 5, Jul: 6, Aug: 7, Sep: 8, Oct: 9, Nov: 10, Dec: 11 };
 
@@ -36,6 +36,6 @@ export function readTime(v: unknown): number | undefined {
     return isTime(ms) ? Math.round(ms) : undefined;
   }
   if (typeof v !== 'string') return undefined;
-  if (RFC3339.test(v)) return parseTime(v);
-  return readClfTime(v);
+  const ms = readRfc3339(v);
+  return Number.isNaN(ms) ? readClfTime(v) : ms;
 }

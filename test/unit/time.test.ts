@@ -5,10 +5,13 @@
 // writing `time` (RFC 3339, any fraction, `T`, `t` or a space, `Z` or `z`), and a syslog message's
 // TIMESTAMP (RFC 5424: what Date.parse reads; an RFC 3164 message beginning with RFC 3339: `T`,
 // `Z`, at most nine fraction digits). Where a reader takes a form it reads what Date.parse reads.
+// They read through core/time.ts now: readTimeText takes what parseTime takes, readRfc3339 what a
+// transform takes, with the nanoseconds OTLP keeps.
 
 import test from 'ava';
 import { parseTime } from '../../src/core/entry.js';
 import { decodeEntry } from '../../src/core/entry-line.js';
+import { readRfc3339, readTimeText } from '../../src/core/time.js';
 import { parseNanoTime } from '../../src/otlp/map-out.js';
 import { parseSyslog } from '../../src/syslog/parse.js';
 import { readTime } from '../../src/transform/time.js';
@@ -61,6 +64,11 @@ for (const [text, readers, ns] of FORMS) {
     const want = Date.parse(text);
     const takes = (r: string) => readers.includes(r);
     t.is(parseTime(text), takes('p') ? want : undefined, 'parseTime');
+    t.is(readTimeText(text), takes('p') ? want : Number.NaN, 'readTimeText');
+    const parts = { ns: -1, digits: -1 };
+    t.is(readRfc3339(text), takes('t') ? want : Number.NaN, 'readRfc3339');
+    t.is(readRfc3339(text, parts), takes('t') ? want : Number.NaN, 'readRfc3339 with its parts');
+    if (takes('n')) t.is(parts.ns, ns!, 'readRfc3339: the nanoseconds');
 
     const line = decodeEntry(`{"time":"${text}","source":"s","message":"m","id":"i"}`, undefined, NOW, 'fb');
     t.is(line?.time, takes('p') ? want : NOW, 'a chain line');
