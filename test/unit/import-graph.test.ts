@@ -40,7 +40,7 @@ test('the checker sees a circle through three files, type imports and re-exports
 
 test('what plugins share lives beside them: no shared folder imports a plugin', (t) => {
   const graph = importGraph(SRC);
-  // config/reference.ts reads every registry on purpose: it writes the operator's reference
+  // docs/ (the reference generators) reads every registry on purpose: it writes the operator's reference
   const shared = ['core', 'net', 'chain', 'syslog', 'nats', 'otlp', 'lines', 'buffer', 'ipc', 'flow'];
   const faults: string[] = [];
   for (const [from, deps] of graph) {
