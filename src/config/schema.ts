@@ -3,12 +3,12 @@
 
 import { hostname } from 'node:os';
 import type { LogLevel } from '../core/log.js';
-import type { PluginConfig } from '../core/plugin-config.js';
+import type { PluginConfig, SinkConfig } from '../core/plugin-config.js';
 import { AUTH_FIELDS, type AuthConfig, TLS_FIELDS, type TlsConfig } from '../core/tls-config.js';
 import { TRANSFORM_COMMON_FIELDS, TRANSFORM_SPECS, type TransformConfig } from '../transform/spec.js';
 import type { Fields } from './spec.js';
 
-export type { LogLevel, PluginConfig, TransformConfig };
+export type { LogLevel, PluginConfig, SinkConfig, TransformConfig };
 
 export type LogOutput = 'stderr' | 'stdout' | 'file' | 'none';
 export type FormatType = 'raw' | 'json' | 'txt';
@@ -58,16 +58,6 @@ export interface FlowConfig {
   readonly transforms?: readonly TransformConfig[];
   readonly filters: readonly FilterConfig[];
   readonly format: { readonly type: FormatType };
-}
-
-/** A sink's table: the plugin, and its place among the pipeline's routes (DESIGN.md §24). */
-export interface SinkConfig extends PluginConfig {
-  /** a condition: the sink gets only the entries for which it holds */
-  readonly when?: string;
-  /** the sink gets the entries no `when` sink took */
-  readonly else?: boolean;
-  /** the id of the sink that gets what this one would drop for good */
-  readonly dead_letter?: string;
 }
 
 export type Fanout = 'all' | 'any' | 'balance';
