@@ -1,5 +1,6 @@
 // The configuration contract (DESIGN.md §3): the schema with every default, and the frozen types
-// the rest of the program reads. Plugin `config` tables are validated by each plugin (sources/, sinks/).
+// the rest of the program reads (keys in operator units, `_mb` and `_hours`, arrive in bytes and
+// ms: see convertedKey in core/spec.ts). Plugin `config` tables are validated by each plugin (sources/, sinks/).
 
 import { hostname } from 'node:os';
 import type { LogLevel } from '../core/log.js';
@@ -16,9 +17,12 @@ export type FormatType = 'raw' | 'json' | 'txt';
 export interface LoggingFileConfig {
   readonly directory: string;
   readonly name: string;
-  readonly max_size_mb: number;
-  readonly max_total_size_mb: number;
-  readonly retention_hours: number;
+  /** `max_size_mb` of the file, in bytes */
+  readonly max_size_bytes: number;
+  /** `max_total_size_mb` of the file, in bytes */
+  readonly max_total_size_bytes: number;
+  /** `retention_hours` of the file, in ms */
+  readonly retention_ms: number;
 }
 
 export interface LoggingConfig {
@@ -95,7 +99,8 @@ export interface Config {
   /** empty: no checkpoints */
   readonly data_dir: string;
   readonly checkpoint_interval_ms: number;
-  readonly checkpoint_ttl_hours: number;
+  /** `checkpoint_ttl_hours` of the file, in ms */
+  readonly checkpoint_ttl_ms: number;
   readonly auto_reload: boolean;
   readonly status_reporter: boolean;
   readonly status_interval_ms: number;
