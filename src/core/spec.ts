@@ -83,7 +83,7 @@ const CONVERTED_UNITS: readonly (readonly [suffix: string, to: string, factor: n
 ];
 
 /** The key and factor a number key is carried under after validation; the key itself when its unit is the code's. */
-export function convertedKey(key: string): { readonly key: string; readonly factor: number } {
+function convertedKey(key: string): { readonly key: string; readonly factor: number } {
   for (const [suffix, to, factor] of CONVERTED_UNITS) if (key.endsWith(suffix)) return { key: key.slice(0, -suffix.length) + to, factor };
   return { key, factor: 1 };
 }
