@@ -73,16 +73,6 @@ export function importCircles(graph: ImportGraph): string[][] {
   return circles;
 }
 
-/** Imports from a file of `floor/` to a file outside it, as `from -> to`. */
-export function importsLeaving(graph: ImportGraph, floor: string): string[] {
-  const out: string[] = [];
-  for (const [from, deps] of graph) {
-    if (!from.startsWith(`${floor}/`)) continue;
-    for (const to of deps) if (!to.startsWith(`${floor}/`)) out.push(`${from} -> ${to}`);
-  }
-  return out;
-}
-
 /** The folder of a file key: `sinks/tcp.ts` → `sinks`; a file at the root (`cli.ts`) is its own `.`. */
 export const folderOf = (file: string): string => (file.includes('/') ? file.slice(0, file.indexOf('/')) : '.');
 
@@ -176,3 +166,14 @@ export function reachFaults(folders: FolderGraph, lower: readonly string[], uppe
   }
   return faults;
 }
+
+/** Imports from a file of `floor/` to a file outside it, as `from -> to`. */
+export function importsLeaving(graph: ImportGraph, floor: string): string[] {
+  const out: string[] = [];
+  for (const [from, deps] of graph) {
+    if (!from.startsWith(`${floor}/`)) continue;
+    for (const to of deps) if (!to.startsWith(`${floor}/`)) out.push(`${from} -> ${to}`);
+  }
+  return out;
+}
+
