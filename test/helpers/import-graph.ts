@@ -176,4 +176,3 @@ export function importsLeaving(graph: ImportGraph, floor: string): string[] {
   }
   return out;
 }
-
