@@ -74,6 +74,11 @@ test('plugin tables convert at validation too: the file sink, the disk buffer, t
   for (const v of [file, buffer]) t.false(Object.keys(v as object).some((k) => /_(mb|hours)$/.test(k)), JSON.stringify(v));
 });
 
+test('a table that would carry two keys under one converted name is refused by the checker, not merged', (t) => {
+  const err = t.throws(() => checkFields({ cache_mb: { t: 'number', def: 1 }, cache_bytes: { t: 'number', def: 2 } }, {}, 'x'));
+  t.is(err?.message, 'x.cache_mb and cache_bytes would both be carried as cache_bytes');
+});
+
 test('a key in operator units keeps its name in faults and in overrides', (t) => {
   const err = t.throws(() => load(`[logging.file]\nmax_size_mb = 0\n${MIN}`), { instanceOf: ConfigError });
   t.is(err?.message, 'logging.file.max_size_mb: must be >= 0.001, got 0');
