@@ -4,7 +4,7 @@ import sade from 'sade';
 import { splitArgs } from './cli-args.js';
 import { checkPipelines } from './check.js';
 import { loadConfig, type Overrides } from './config/load.js';
-import { explainKey } from './config/reference.js';
+import { explainKey } from './docs/reference.js';
 import type { Config } from './config/schema.js';
 import { ConfigError, errorMessage, UsageError } from './core/errors.js';
 import { VERSION } from './core/version.js';

@@ -6,8 +6,10 @@ import { type Fields, isPlainObject } from '../config/spec.js';
 
 export interface BufferConfig {
   readonly type: 'memory' | 'disk';
-  readonly max_size_mb: number;
-  readonly segment_size_mb: number;
+  /** `max_size_mb` of the table, in bytes */
+  readonly max_size_bytes: number;
+  /** `segment_size_mb` of the table, in bytes */
+  readonly segment_size_bytes: number;
   readonly when_full: 'block' | 'drop_newest';
 }
 

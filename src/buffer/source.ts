@@ -7,7 +7,7 @@
 
 import { join } from 'node:path';
 import type { PluginConfig } from '../config/schema.js';
-import { checkFields } from '../config/spec.js';
+import { checkFields, MiB } from '../config/spec.js';
 import type { Entry } from '../core/entry.js';
 import { ConfigError, errorMessage, PluginError } from '../core/errors.js';
 import type { Source, SourceContext, SourceFactory, SourcePositions } from '../core/source.js';
@@ -16,7 +16,6 @@ import { BUFFER_FIELDS, BUFFER_POSITION_KEY, type BufferConfig, wantsDiskBuffer 
 export { wantsDiskBuffer };
 import { type BufferCounters, bufferCounters, DiskBuffer } from './disk-buffer.js';
 
-const MiB = 1024 * 1024;
 /** How long a buffer that cannot be opened waits before the next attempt, ms. */
 const OPEN_RETRY_MS = 1000;
 /** WARN `Disk buffer full` at most this often while it fills up again and again, ms. */
@@ -89,8 +88,8 @@ export function withBuffer(factory: SourceFactory, plugin: PluginConfig, ctx: So
   const dir = bufferDir(host.dataDir, ctx.pipeline, plugin.id);
   const buffer = new DiskBuffer({
     dir,
-    segmentBytes: Math.round(table.segment_size_mb * MiB),
-    maxBytes: Math.round(table.max_size_mb * MiB),
+    segmentBytes: Math.round(table.segment_size_bytes),
+    maxBytes: Math.round(table.max_size_bytes),
     log: ctx.log,
     counters: shared,
     node: host.node,
@@ -106,7 +105,7 @@ export function withBuffer(factory: SourceFactory, plugin: PluginConfig, ctx: So
     // a full buffer is told (a failing one logs its own ERROR): senders are refused or entries dropped meanwhile
     if (buffer.full && !buffer.isFailing && Date.now() - fullLoggedAt >= FULL_LOG_INTERVAL_MS) {
       fullLoggedAt = Date.now();
-      ctx.log.warn({ dir, max_size_mb: table.max_size_mb, when_full: table.when_full }, 'Disk buffer full');
+      ctx.log.warn({ dir, max_size_mb: table.max_size_bytes / MiB, when_full: table.when_full }, 'Disk buffer full');
     }
     if (stopping || !started) return;
     if (blocking()) source.pause?.();
@@ -173,8 +172,9 @@ function checkBuffer(plugin: PluginConfig): BufferConfig {
     if (err instanceof ConfigError) throw new PluginError('source', plugin.id, err.path, err.message.slice(err.path.length + 2));
     throw err;
   }
-  if (cfg.max_size_mb < 2 * cfg.segment_size_mb) {
-    throw new PluginError('source', plugin.id, 'buffer.max_size_mb', `must be at least two segments (2 × segment_size_mb = ${2 * cfg.segment_size_mb}), got ${cfg.max_size_mb}`);
+  if (cfg.max_size_bytes < 2 * cfg.segment_size_bytes) {
+    // quoted in MiB as the operator wrote them (bytes / MiB is exact)
+    throw new PluginError('source', plugin.id, 'buffer.max_size_mb', `must be at least two segments (2 × segment_size_mb = ${(2 * cfg.segment_size_bytes) / MiB}), got ${cfg.max_size_bytes / MiB}`);
   }
   return cfg;
 }

@@ -1,14 +1,15 @@
 // The configuration contract (DESIGN.md §3): the schema with every default, and the frozen types
-// the rest of the program reads. Plugin `config` tables are validated by each plugin (sources/, sinks/).
+// the rest of the program reads (keys in operator units, `_mb` and `_hours`, arrive in bytes and
+// ms: see convertedKey in core/spec.ts). Plugin `config` tables are validated by each plugin (sources/, sinks/).
 
 import { hostname } from 'node:os';
 import type { LogLevel } from '../core/log.js';
-import type { PluginConfig } from '../core/plugin-config.js';
+import type { PluginConfig, SinkConfig } from '../core/plugin-config.js';
 import { AUTH_FIELDS, type AuthConfig, TLS_FIELDS, type TlsConfig } from '../core/tls-config.js';
 import { TRANSFORM_COMMON_FIELDS, TRANSFORM_SPECS, type TransformConfig } from '../transform/spec.js';
 import type { Fields } from './spec.js';
 
-export type { LogLevel, PluginConfig, TransformConfig };
+export type { LogLevel, PluginConfig, SinkConfig, TransformConfig };
 
 export type LogOutput = 'stderr' | 'stdout' | 'file' | 'none';
 export type FormatType = 'raw' | 'json' | 'txt';
@@ -16,9 +17,12 @@ export type FormatType = 'raw' | 'json' | 'txt';
 export interface LoggingFileConfig {
   readonly directory: string;
   readonly name: string;
-  readonly max_size_mb: number;
-  readonly max_total_size_mb: number;
-  readonly retention_hours: number;
+  /** `max_size_mb` of the file, in bytes */
+  readonly max_size_bytes: number;
+  /** `max_total_size_mb` of the file, in bytes */
+  readonly max_total_size_bytes: number;
+  /** `retention_hours` of the file, in ms */
+  readonly retention_ms: number;
 }
 
 export interface LoggingConfig {
@@ -60,16 +64,6 @@ export interface FlowConfig {
   readonly format: { readonly type: FormatType };
 }
 
-/** A sink's table: the plugin, and its place among the pipeline's routes (DESIGN.md §24). */
-export interface SinkConfig extends PluginConfig {
-  /** a condition: the sink gets only the entries for which it holds */
-  readonly when?: string;
-  /** the sink gets the entries no `when` sink took */
-  readonly else?: boolean;
-  /** the id of the sink that gets what this one would drop for good */
-  readonly dead_letter?: string;
-}
-
 export type Fanout = 'all' | 'any' | 'balance';
 
 export interface PipelineConfig {
@@ -105,7 +99,8 @@ export interface Config {
   /** empty: no checkpoints */
   readonly data_dir: string;
   readonly checkpoint_interval_ms: number;
-  readonly checkpoint_ttl_hours: number;
+  /** `checkpoint_ttl_hours` of the file, in ms */
+  readonly checkpoint_ttl_ms: number;
   readonly auto_reload: boolean;
   readonly status_reporter: boolean;
   readonly status_interval_ms: number;

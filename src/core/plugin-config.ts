@@ -11,6 +11,19 @@ export interface PluginConfig {
   readonly config: Readonly<Record<string, unknown>>;
 }
 
+/**
+ * A sink's table: the plugin, and its place among the pipeline's routes (DESIGN.md §24). On the
+ * ground floor because config/ and the route checks of transform/, a floor below it, both read it.
+ */
+export interface SinkConfig extends PluginConfig {
+  /** a condition: the sink gets only the entries for which it holds */
+  readonly when?: string;
+  /** the sink gets the entries no `when` sink took */
+  readonly else?: boolean;
+  /** the id of the sink that gets what this one would drop for good */
+  readonly dead_letter?: string;
+}
+
 export function pluginConfig<T>(kind: PluginKind, plugin: PluginConfig, fields: Fields): T {
   try {
     return checkFields(fields, plugin.config, '') as T;

@@ -66,6 +66,28 @@ export function isPlainObject(value: unknown): value is Record<string, unknown> 
   return typeof value === 'object' && value !== null && !Array.isArray(value) && !(value instanceof Date);
 }
 
+/** Bytes in the MiB of `_mb` keys. */
+export const MiB = 1024 * 1024;
+
+/**
+ * Keys whose name gives an operator's unit are converted once, here, to the unit the code works
+ * in: the checked table carries `max_size_bytes` for the file's `max_size_mb`, `retention_ms` for
+ * `retention_hours`, and no code after validation converts again. Faults still name the key as
+ * the file spells it. The product is exact for `_mb` (a power of two), so `bytes / 2 ** 20` gives
+ * back the operator's figure where a message quotes it.
+ */
+const CONVERTED_UNITS: readonly (readonly [suffix: string, to: string, factor: number])[] = [
+  ['_mb', '_bytes', MiB],
+  ['_hours', '_ms', 3_600_000],
+  ['_days', '_ms', 86_400_000],
+];
+
+/** The key and factor a number key is carried under after validation; the key itself when its unit is the code's. */
+function convertedKey(key: string): { readonly key: string; readonly factor: number } {
+  for (const [suffix, to, factor] of CONVERTED_UNITS) if (key.endsWith(suffix)) return { key: key.slice(0, -suffix.length) + to, factor };
+  return { key, factor: 1 };
+}
+
 /** The longest duration a Node timer takes (2^31 - 1 ms); every `_ms` key is bounded by it. */
 export const MAX_DURATION_MS = 2_147_483_647;
 
@@ -175,7 +197,13 @@ function checkTable(fields: Fields, value: unknown, path: string, faults: Faults
   const out: Record<string, unknown> = {};
   for (const [key, spec] of Object.entries(fields)) {
     const v = checked.has(key) ? checked.get(key) : check(spec, undefined, joinPath(path, key), faults);
-    if (v !== undefined) out[key] = v;
+    if (v === undefined) continue;
+    if (spec.t !== 'number') out[key] = v;
+    else {
+      const to = convertedKey(key);
+      if (to.key !== key && Object.hasOwn(fields, to.key)) throw new Error(`${joinPath(path, key)} and ${to.key} would both be carried as ${to.key}`);
+      out[to.key] = (v as number) * to.factor;
+    }
   }
   return Object.freeze(out);
 }

@@ -15,8 +15,8 @@ export interface TlsConfig {
   /** dialer: the name to verify; defaults to the host */
   readonly server_name?: string;
   readonly min_version: '1.2' | '1.3';
-  /** days before a certificate's notAfter from which it is warned about (DESIGN.md §16); default 14 */
-  readonly expiry_warning_days: number;
+  /** `expiry_warning_days` in ms: how long before a certificate's notAfter it is warned about (DESIGN.md §16); default 14 days */
+  readonly expiry_warning_ms: number;
 }
 
 export type IdentityKind = 'cn' | 'san_dns' | 'san_uri' | 'san_email';

@@ -16,7 +16,7 @@ interface NotedCertificate {
 }
 
 interface PluginCertificates {
-  readonly warnDays: number;
+  readonly warnMs: number;
   readonly certs: NotedCertificate[];
 }
 
@@ -40,10 +40,10 @@ export function pemNotAfter(pem: Buffer | string): number[] {
 }
 
 /** Notes the certificates of a PEM file a plugin read (cert_file, ca_file, client_ca_file). */
-export function noteCertificates(pluginId: string, warnDays: number, file: string, pem: Buffer): void {
+export function noteCertificates(pluginId: string, warnMs: number, file: string, pem: Buffer): void {
   let entry = noted.get(pluginId);
   if (!entry) {
-    entry = { warnDays, certs: [] };
+    entry = { warnMs, certs: [] };
     noted.set(pluginId, entry);
   }
   for (const notAfter of pemNotAfter(pem)) entry.certs.push({ file, notAfter });
@@ -60,11 +60,11 @@ export function certificateExpiry(): Record<string, number> {
 
 /** Logs WARN `Certificate expires soon` / ERROR `Certificate expired` for what `noted` holds. */
 export function checkCertificates(log: Logger, pipeline: string, now = Date.now()): void {
-  for (const [plugin, { warnDays, certs }] of noted) {
+  for (const [plugin, { warnMs, certs }] of noted) {
     for (const { file, notAfter } of certs) {
       const fields = { pipeline, plugin, file, not_after: new Date(notAfter).toISOString() };
       if (notAfter <= now) log.error(fields, 'Certificate expired');
-      else if (notAfter - now <= warnDays * DAY_MS) log.warn({ ...fields, days_left: Math.ceil((notAfter - now) / DAY_MS) }, 'Certificate expires soon');
+      else if (notAfter - now <= warnMs) log.warn({ ...fields, days_left: Math.ceil((notAfter - now) / DAY_MS) }, 'Certificate expires soon');
     }
   }
 }

@@ -22,7 +22,7 @@ function readPem(kind: PluginKind, id: string, key: string, path: string | undef
   } catch (err) {
     throw new PluginError(kind, id, `tls.${key}`, `cannot read ${path}: ${errorMessage(err)}`);
   }
-  if (key !== 'key_file') noteCertificates(id, tls.expiry_warning_days, path, pem);
+  if (key !== 'key_file') noteCertificates(id, tls.expiry_warning_ms, path, pem);
   return pem;
 }
 

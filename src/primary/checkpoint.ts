@@ -116,10 +116,10 @@ function isChunk(v: unknown): v is DedupChunk {
 }
 
 /**
- * Reads the checkpoint of `dir`, dropping pipelines not seen for `ttlHours`. A missing file is no
+ * Reads the checkpoint of `dir`, dropping pipelines not seen for `ttlMs`. A missing file is no
  * checkpoint; an unreadable or corrupt one logs ERROR and is none either.
  */
-export function readCheckpoint(dir: string, ttlHours: number, log: Logger, now = Date.now()): CheckpointState | undefined {
+export function readCheckpoint(dir: string, ttlMs: number, log: Logger, now = Date.now()): CheckpointState | undefined {
   const file = join(dir, CHECKPOINT_FILE);
   let text: string;
   try {
@@ -141,7 +141,7 @@ export function readCheckpoint(dir: string, ttlHours: number, log: Logger, now =
     return undefined;
   }
   const pipelines: Record<string, PipelineCheckpoint> = {};
-  for (const [name, p] of Object.entries(state.pipelines)) if (now - p.seen_at <= ttlHours * 3_600_000) pipelines[name] = p;
+  for (const [name, p] of Object.entries(state.pipelines)) if (now - p.seen_at <= ttlMs) pipelines[name] = p;
   return { version: 1, pipelines };
 }
 

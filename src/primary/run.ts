@@ -45,7 +45,7 @@ export async function runPrimary(opts: RunOptions): Promise<number> {
       await serviceLog.close();
       return EXIT_UNAVAILABLE;
     }
-    const state = readCheckpoint(dataDir, opts.config.checkpoint_ttl_hours, log);
+    const state = readCheckpoint(dataDir, opts.config.checkpoint_ttl_ms, log);
     if (state) sup.restore(state);
     checkpointer = startCheckpointer(dataDir, opts.config.checkpoint_interval_ms, log, () => sup.checkpointState(), (state) => sup.checkpointed(state));
     sup.checkpointCounters = checkpointer.counters;

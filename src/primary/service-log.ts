@@ -8,6 +8,7 @@ import type { LoggingConfig } from '../config/schema.js';
 import { chunkLines, PIPE_BUF } from '../core/lines.js';
 import { createLogger, type Logger } from '../core/log.js';
 import { pruneRotated } from '../core/prune.js';
+import { MiB } from '../core/spec.js';
 
 /** How often rotated files are pruned: the total can pass its bound by what is written in this time. */
 const PRUNE_INTERVAL_MS = 500;
@@ -31,14 +32,15 @@ function openDestination(cfg: LoggingConfig): { dest: Destination; stopPruning: 
   const f = cfg.file;
   const dest = pino.transport({
     target: 'pino-roll',
-    options: { file: join(f.directory, f.name), size: f.max_size_mb, extension: '.log', mkdir: true },
+    // pino-roll reads a number as MiB
+    options: { file: join(f.directory, f.name), size: f.max_size_bytes / MiB, extension: '.log', mkdir: true },
   }) as Destination;
   const prune = () =>
     void pruneRotated({
       directory: f.directory,
       name: f.name,
-      maxTotalBytes: f.max_total_size_mb * 1024 * 1024,
-      retentionMs: f.retention_hours * 3600_000,
+      maxTotalBytes: f.max_total_size_bytes,
+      retentionMs: f.retention_ms,
     }).catch(() => undefined);
   prune();
   const timer = setInterval(prune, PRUNE_INTERVAL_MS);

@@ -19,9 +19,12 @@ const PATH_CHECK_MS = 1000;
 interface FileSinkConfig {
   readonly directory: string;
   readonly name: string;
-  readonly max_size_mb: number;
-  readonly max_total_size_mb: number;
-  readonly retention_hours: number;
+  /** `max_size_mb`, in bytes */
+  readonly max_size_bytes: number;
+  /** `max_total_size_mb`, in bytes */
+  readonly max_total_size_bytes: number;
+  /** `retention_hours`, in ms */
+  readonly retention_ms: number;
   readonly buffer_size: number;
   /** bound of the queue together with what the sink holds unacknowledged, bytes of formatted lines */
   readonly buffer_max_bytes: number;
@@ -42,13 +45,13 @@ export const FILE_SINK: PluginSpec = {
 
 export const createFileSink: SinkFactory = (plugin, ctx): Sink => {
   const cfg = pluginConfig<FileSinkConfig>('sink', plugin, FILE_SINK.fields);
-  const maxBytes = Math.floor(cfg.max_size_mb * 1024 * 1024);
+  const maxBytes = Math.floor(cfg.max_size_bytes);
   const prune = () =>
     pruneRotated({
       directory: cfg.directory,
       name: cfg.name,
-      maxTotalBytes: cfg.max_total_size_mb * 1024 * 1024,
-      retentionMs: cfg.retention_hours * 3600_000,
+      maxTotalBytes: cfg.max_total_size_bytes,
+      retentionMs: cfg.retention_ms,
     }).catch((err: unknown) => {
       ctx.log.warn({ error: errorMessage(err) }, 'Pruning rotated files failed');
       return [];

@@ -1,8 +1,8 @@
 // The checks of a pipeline's sink routes (DESIGN.md §24): `when`, `else` and `dead_letter`
 // beside a sink's `id`, made when the configuration is loaded and again when the pipeline is built.
 
-import type { SinkConfig } from '../config/schema.js';
 import type { ConfigError } from '../core/errors.js';
+import type { SinkConfig } from '../core/plugin-config.js';
 import { joinPath } from '../core/spec.js';
 import type { Predicate } from './condition.js';
 import { conditionAt } from './index.js';

@@ -73,6 +73,100 @@ export function importCircles(graph: ImportGraph): string[][] {
   return circles;
 }
 
+/** The folder of a file key: `sinks/tcp.ts` → `sinks`; a file at the root (`cli.ts`) is its own `.`. */
+export const folderOf = (file: string): string => (file.includes('/') ? file.slice(0, file.indexOf('/')) : '.');
+
+/**
+ * The graph of folders: folder → the other folders its files import, each with the file imports
+ * behind it (`from -> to`), so a fault can name the lines to change.
+ */
+export type FolderGraph = Map<string, Map<string, string[]>>;
+
+export function folderGraph(graph: ImportGraph): FolderGraph {
+  const out: FolderGraph = new Map();
+  const edgesOf = (folder: string) => {
+    let edges = out.get(folder);
+    if (!edges) out.set(folder, (edges = new Map()));
+    return edges;
+  };
+  for (const [from, deps] of graph) {
+    const edges = edgesOf(folderOf(from));
+    for (const to of deps) {
+      const target = folderOf(to);
+      edgesOf(target);
+      if (target === folderOf(from)) continue;
+      const files = edges.get(target) ?? [];
+      files.push(`${from} -> ${to}`);
+      edges.set(target, files);
+    }
+  }
+  return out;
+}
+
+/** The folder graph as an ImportGraph (folder → folders), for importCircles and the floors. */
+const folderLinks = (folders: FolderGraph): ImportGraph => new Map([...folders].map(([f, edges]) => [f, [...edges.keys()]]));
+
+/**
+ * Every circle of folders (a strongly connected component of more than one folder), each as
+ * `circle: a, b` followed by the file imports along the folder edges inside it: what to change.
+ */
+export function folderCircles(folders: FolderGraph): string[] {
+  return importCircles(folderLinks(folders)).map((scc) => {
+    const inside = new Set(scc);
+    const edges: string[] = [];
+    for (const from of scc) {
+      for (const [to, files] of folders.get(from) ?? []) if (inside.has(to)) edges.push(`  ${from}/ -> ${to}/: ${files.join(', ')}`);
+    }
+    return [`circle: ${scc.join(', ')}`, ...edges].join('\n');
+  });
+}
+
+/**
+ * The floor of every folder when the folders form floors: 0 for one that imports no other
+ * folder, else one above the highest floor it imports. Undefined when there is a circle.
+ */
+export function folderFloors(folders: FolderGraph): Map<string, number> | undefined {
+  if (importCircles(folderLinks(folders)).length > 0) return undefined;
+  const floors = new Map<string, number>();
+  const floorOf = (f: string): number => {
+    const known = floors.get(f);
+    if (known !== undefined) return known;
+    const below = [...(folders.get(f)?.keys() ?? [])].map(floorOf);
+    const floor = below.length === 0 ? 0 : Math.max(...below) + 1;
+    floors.set(f, floor);
+    return floor;
+  };
+  for (const f of folders.keys()) floorOf(f);
+  return floors;
+}
+
+/**
+ * Where a folder of `lower` reaches a folder of `upper` through imports, directly or through
+ * other folders: one line each, with the shortest folder path (`chain/ reaches sinks/: chain -> worker -> sinks`).
+ */
+export function reachFaults(folders: FolderGraph, lower: readonly string[], upper: readonly string[]): string[] {
+  const faults: string[] = [];
+  for (const from of lower) {
+    // breadth first: `via` holds the folder each one was first reached from
+    const via = new Map<string, string>([[from, from]]);
+    const todo = [from];
+    for (let i = 0; i < todo.length; i++) {
+      for (const to of folders.get(todo[i]!)?.keys() ?? []) {
+        if (via.has(to)) continue;
+        via.set(to, todo[i]!);
+        todo.push(to);
+      }
+    }
+    for (const to of upper) {
+      if (!via.has(to) || to === from) continue;
+      const path = [to];
+      for (let at = to; at !== from; at = via.get(at)!) path.unshift(via.get(at)!);
+      faults.push(`${from}/ reaches ${to}/: ${path.join(' -> ')}`);
+    }
+  }
+  return faults;
+}
+
 /** Imports from a file of `floor/` to a file outside it, as `from -> to`. */
 export function importsLeaving(graph: ImportGraph, floor: string): string[] {
   const out: string[] = [];

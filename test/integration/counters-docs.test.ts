@@ -1,4 +1,4 @@
-// docs/counters.md is generated from the declarations in src/config/counters-reference.ts; this
+// docs/counters.md is generated from the declarations in src/docs/counters-reference.ts; this
 // checks those declarations against a running node: every counter a plugin of each type reports
 // is declared for that type, and every declared one is reported. One node runs every source and
 // sink type (a nats-server on loopback for the nats pair), with dedup, a rate limit and data_dir.
@@ -6,7 +6,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import test from 'ava';
-import { COUNTER_SECTIONS, declaredCounters } from '../../src/config/counters-reference.js';
+import { COUNTER_SECTIONS, declaredCounters } from '../../src/docs/counters-reference.js';
 import { adminRequest, adminStatus, parseExposition, sampleValue } from '../helpers/admin.js';
 import { chainSinkToml, chainSourceToml } from '../helpers/chain.js';
 import { createStream, natsClient, natsSinkToml, natsSourceToml, startNats } from '../helpers/nats.js';
@@ -143,7 +143,7 @@ type = "null"
       reported.add(`${kind}/*/${name}`);
     }
   }
-  t.deepEqual([...reported].filter((k) => !declared.has(k)).sort(), [], 'reported but not declared in src/config/counters-reference.ts');
+  t.deepEqual([...reported].filter((k) => !declared.has(k)).sort(), [], 'reported but not declared in src/docs/counters-reference.ts');
   t.deepEqual([...declared].filter((k) => !reported.has(k)).sort(), [], 'declared but not reported by any running plugin');
   t.true(COUNTER_SECTIONS.length >= 4);
   // the nats source's link gauges are in /metrics, as the sinks' are

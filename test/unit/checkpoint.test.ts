@@ -32,7 +32,7 @@ test('a checkpoint written with a packed dedup window reads back the same', asyn
   const cp = startCheckpointer(dir, 60_000, log, () => state);
   await cp.flush();
   cp.stop();
-  const back = readCheckpoint(dir, 24, log, T0);
+  const back = readCheckpoint(dir, 24 * 3_600_000, log, T0);
   t.deepEqual(idsOf(back?.pipelines.collect?.dedup), [
     ['a', T0],
     ['b', T0],
@@ -47,7 +47,7 @@ test('a checkpoint of the first layout (arrays of ids and times) is read into th
     join(dir, CHECKPOINT_FILE),
     JSON.stringify({ version: 1, pipelines: { collect: { positions: {}, seen_at: T0, since: {}, dedup: { ids: ['x', 'y'], times: [T0, T0 + 1] } } } }),
   );
-  t.deepEqual(idsOf(readCheckpoint(dir, 24, log, T0)?.pipelines.collect?.dedup), [
+  t.deepEqual(idsOf(readCheckpoint(dir, 24 * 3_600_000, log, T0)?.pipelines.collect?.dedup), [
     ['x', T0],
     ['y', T0 + 1],
   ]);
@@ -56,6 +56,6 @@ test('a checkpoint of the first layout (arrays of ids and times) is read into th
 test('a dedup window of the wrong shape makes the checkpoint unreadable: ERROR, and none is used', (t) => {
   const { dir, log, records } = scratch(t);
   writeFileSync(join(dir, CHECKPOINT_FILE), JSON.stringify({ version: 1, pipelines: { collect: { positions: {}, seen_at: T0, since: {}, dedup: [{ ids: 7 }] } } }));
-  t.is(readCheckpoint(dir, 24, log, T0), undefined);
+  t.is(readCheckpoint(dir, 24 * 3_600_000, log, T0), undefined);
   t.true(records.some((r) => String(r.msg).startsWith('Checkpoint unreadable')));
 });

@@ -1,7 +1,11 @@
 import test from 'ava';
 import { envOverrides, interpolate, loadConfig } from '../../src/config/load.js';
 import { splitArgs } from '../../src/cli-args.js';
+import { BUFFER_FIELDS } from '../../src/buffer/config.js';
 import { ConfigError, ConfigErrors, UsageError } from '../../src/core/errors.js';
+import { checkFields } from '../../src/core/spec.js';
+import { TLS_FIELDS } from '../../src/core/tls-config.js';
+import { FILE_SINK } from '../../src/sinks/file.js';
 import { tempDir } from '../helpers/node.js';
 
 const MIN = `
@@ -27,11 +31,58 @@ test('defaults of the contract are applied and the result is frozen', (t) => {
   t.is(c.shutdown_timeout_ms, 5000);
   t.is(c.status_interval_ms, 30000);
   t.is(c.logging.level, 'info');
-  t.is(c.logging.file.max_size_mb, 100);
-  t.is(c.logging.file.retention_hours, 168);
+  t.is(c.logging.file.max_size_bytes, 100 * 1024 * 1024);
+  t.is(c.logging.file.retention_ms, 168 * 3_600_000);
   t.is(c.pipelines[0]!.plugin_sources[0]!.id, 'random', 'id defaults to the type');
   t.is(c.pipelines[0]!.flow.format.type, 'raw');
   t.true(Object.isFrozen(c) && Object.isFrozen(c.pipelines[0]) && Object.isFrozen(c.logging.file));
+});
+
+/** Every key path of a validated value (arrays by index), to show no key in an operator's unit is left. */
+function keyPaths(value: unknown, at = ''): string[] {
+  if (typeof value !== 'object' || value === null) return [];
+  return Object.entries(value).flatMap(([k, v]) => [`${at}.${k}`, ...keyPaths(v, `${at}.${k}`)]);
+}
+
+test('keys in operator units are converted once, at validation: the checked config carries bytes and ms', (t) => {
+  const c = load(`checkpoint_ttl_hours = 0.5
+[logging.file]
+max_size_mb = 0.02
+max_total_size_mb = 3
+retention_hours = 2
+[admin.tls]
+expiry_warning_days = 3
+${MIN}`);
+  t.is(c.checkpoint_ttl_ms, 1_800_000);
+  t.is(c.logging.file.max_size_bytes, 0.02 * 1024 * 1024);
+  t.is(c.logging.file.max_total_size_bytes, 3 * 1024 * 1024);
+  t.is(c.logging.file.retention_ms, 7_200_000);
+  t.is(c.admin.tls.expiry_warning_ms, 3 * 86_400_000);
+  t.deepEqual(
+    keyPaths(c).filter((p) => /_(mb|hours|days)$/.test(p)),
+    [],
+    'no key in MiB, hours or days after validation',
+  );
+});
+
+test('plugin tables convert at validation too: the file sink, the disk buffer, tls', (t) => {
+  const file = checkFields(FILE_SINK.fields, { directory: '/tmp/x', name: 'out', max_size_mb: 2, retention_hours: 0.25 }, '');
+  t.like(file, { max_size_bytes: 2 * 1024 * 1024, max_total_size_bytes: 1000 * 1024 * 1024, retention_ms: 900_000 });
+  const buffer = checkFields(BUFFER_FIELDS, { buffer: { type: 'disk', max_size_mb: 64, segment_size_mb: 0.05 } }, '').buffer;
+  t.like(buffer, { max_size_bytes: 64 * 1024 * 1024, segment_size_bytes: 0.05 * 1024 * 1024 });
+  t.like(checkFields(TLS_FIELDS, {}, '').tls, { expiry_warning_ms: 14 * 86_400_000 });
+  for (const v of [file, buffer]) t.false(Object.keys(v as object).some((k) => /_(mb|hours)$/.test(k)), JSON.stringify(v));
+});
+
+test('a table that would carry two keys under one converted name is refused by the checker, not merged', (t) => {
+  const err = t.throws(() => checkFields({ cache_mb: { t: 'number', def: 1 }, cache_bytes: { t: 'number', def: 2 } }, {}, 'x'));
+  t.is(err?.message, 'x.cache_mb and cache_bytes would both be carried as cache_bytes');
+});
+
+test('a key in operator units keeps its name in faults and in overrides', (t) => {
+  const err = t.throws(() => load(`[logging.file]\nmax_size_mb = 0\n${MIN}`), { instanceOf: ConfigError });
+  t.is(err?.message, 'logging.file.max_size_mb: must be >= 0.001, got 0');
+  t.is(load(MIN, { LOGGING_FILE_RETENTION_HOURS: '3' }).logging.file.retention_ms, 3 * 3_600_000);
 });
 
 const unknownKeys: [string, string][] = [

@@ -1,12 +1,13 @@
-// The house rules of STYLE.md over src/: no import circle, and `core/` imports nothing from the
-// rest of `src/`. Part of `npm test`, so either fault fails the build.
+// The house rules of STYLE.md over src/: no import circle, between files or between folders (the
+// folders form floors), `core/` imports nothing from the rest of `src/`, and what plugins share
+// reaches no plugin. Part of `npm test`, so any fault fails the build.
 
 import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import test from 'ava';
-import { importCircles, importGraph, importsLeaving, pathsBetween } from '../helpers/import-graph.js';
+import { folderCircles, folderFloors, folderGraph, importCircles, importGraph, importsLeaving, pathsBetween, reachFaults } from '../helpers/import-graph.js';
 
 const SRC = fileURLToPath(new URL('../../../src', import.meta.url));
 
@@ -14,6 +15,46 @@ test('src/ has no import circle', (t) => {
   const graph = importGraph(SRC);
   t.true(graph.size > 50, `read ${graph.size} files under ${SRC}`);
   t.deepEqual(importCircles(graph), [], 'files that import each other, directly or through others');
+});
+
+/** The folders plugins share, which must stay below every plugin: none may reach sources/ or sinks/. */
+const PLUGIN_SHARED = ['lines', 'otlp', 'syslog', 'chain'];
+const PLUGINS = ['sources', 'sinks'];
+
+test('the folders of src/ form floors: no two import each other, directly or through others', (t) => {
+  const folders = folderGraph(importGraph(SRC));
+  t.true(folders.size > 15, `read ${folders.size} folders under ${SRC}`);
+  const circles = folderCircles(folders);
+  t.deepEqual(circles, [], `folders that import each other (change one of the imports listed):\n${circles.join('\n')}`);
+  const floors = folderFloors(folders);
+  if (floors) t.log([...floors].sort((a, b) => a[1] - b[1] || a[0].localeCompare(b[0])).map(([f, n]) => `${n} ${f}`).join('\n'));
+});
+
+test('lines/, otlp/, syslog/ and chain/ reach no plugin, directly or through other folders', (t) => {
+  const folders = folderGraph(importGraph(SRC));
+  for (const f of PLUGIN_SHARED) t.true(folders.has(f), `${f}/ was read`);
+  t.deepEqual(reachFaults(folders, PLUGIN_SHARED, PLUGINS), []);
+});
+
+test('the floor checks fail on a planted violation: one extra import makes a folder circle, another a shared folder reaching a plugin', (t) => {
+  const real = importGraph(SRC);
+  const before = folderCircles(folderGraph(real));
+  // the edge this session removed: the reference generator inside config/ reading the registries
+  const circled = new Map(real);
+  circled.set('config/reference.ts', ['sources/index.ts']);
+  const after = folderCircles(folderGraph(circled));
+  const planted = after.find((c) => !before.includes(c));
+  t.truthy(planted, 'a new folder circle is reported');
+  t.regex(planted!, /^circle: .*\bconfig\b.*\bsources\b/);
+  t.true(planted!.includes('config/ -> sources/: config/reference.ts -> sources/index.ts'), planted);
+  t.is(folderFloors(folderGraph(circled)), undefined, 'no floors while folders import each other');
+  // through another folder: chain/ -> worker/ -> sinks/
+  const reaching = new Map(real);
+  reaching.set('chain/planted.ts', ['worker/main.ts']);
+  t.deepEqual(
+    reachFaults(folderGraph(reaching), PLUGIN_SHARED, PLUGINS).filter((f) => f.startsWith('chain/')),
+    ['chain/ reaches sources/: chain -> worker -> sources', 'chain/ reaches sinks/: chain -> worker -> sinks'],
+  );
 });
 
 test('src/core/ imports nothing from the rest of src/', (t) => {
@@ -40,7 +81,7 @@ test('the checker sees a circle through three files, type imports and re-exports
 
 test('what plugins share lives beside them: no shared folder imports a plugin', (t) => {
   const graph = importGraph(SRC);
-  // config/reference.ts reads every registry on purpose: it writes the operator's reference
+  // docs/ (the reference generators) reads every registry on purpose: it writes the operator's reference
   const shared = ['core', 'net', 'chain', 'syslog', 'nats', 'otlp', 'lines', 'buffer', 'ipc', 'flow'];
   const faults: string[] = [];
   for (const [from, deps] of graph) {

@@ -8,7 +8,7 @@ import { errorMessage } from '../core/errors.js';
 import { renderCountersReference } from './counters-reference.js';
 import { renderConfigurationReference } from './reference.js';
 
-/** docs/configuration.md of this checkout (dist/src/config/ → the repository root). */
+/** docs/configuration.md of this checkout (dist/src/docs/ → the repository root). */
 export const CONFIGURATION_MD = fileURLToPath(new URL('../../../docs/configuration.md', import.meta.url));
 /** docs/counters.md of this checkout. */
 export const COUNTERS_MD = fileURLToPath(new URL('../../../docs/counters.md', import.meta.url));

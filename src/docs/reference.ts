@@ -1,10 +1,10 @@
 // The operator's reference of every configuration key, made from the schema and the plugin
 // registries (one source of truth): docs/configuration.md (`npm run docs`) and `check --explain`.
 
+import { CONFIG_FIELDS } from '../config/schema.js';
+import type { Fields, PluginSpec, Spec } from '../config/spec.js';
 import { SINK_SPECS } from '../sinks/index.js';
 import { SOURCE_SPECS } from '../sources/index.js';
-import { CONFIG_FIELDS } from './schema.js';
-import type { Fields, PluginSpec, Spec } from './spec.js';
 
 /** One key as the reference shows it: `key` relative to its section, `path` the full dotted name. */
 export interface KeyRow {
