@@ -10,7 +10,7 @@ import { IdSequence } from '../../src/core/ids.js';
 import { ROOT, tempDir } from '../helpers/node.js';
 
 const DOCS = join(ROOT, 'docs');
-const PAGES = ['configuration.md', 'counters.md', 'protocol.md', 'operations.md', 'kubernetes.md', 'syslog.md', 'fleet.md', 'transforms.md', 'benchmarks.md', 'tls.md', 'otlp.md', 'nats.md'];
+const PAGES = ['configuration.md', 'counters.md', 'protocol.md', 'operations.md', 'kubernetes.md', 'syslog.md', 'fleet.md', 'transforms.md', 'benchmarks.md', 'tls.md', 'otlp.md', 'nats.md', 'delivery.md'];
 const read = (...path: string[]) => readFileSync(join(ROOT, ...path), 'utf8');
 
 test('the README links every page of docs/ and no longer sends operators to a file outside the repository', (t) => {
@@ -99,11 +99,11 @@ test('the shipped files in deploy/ cite the doc pages that say it, never DESIGN.
   }
 });
 
-test('the ids paragraph of the README names every sink type whose pipeline stamps ids', async (t) => {
+test('the ids section of docs/delivery.md names every sink type whose pipeline stamps ids', async (t) => {
   const { SINKS } = await import('../../src/sinks/index.js');
   const { createLogger } = await import('../../src/core/log.js');
   const log = createLogger('error', { write: () => undefined });
-  const para = read('README.md').split('**Entry ids and dedup.**')[1]!.split('\n\n')[0]!;
+  const para = read('docs', 'delivery.md').split('\n## Entry ids and dedup\n\n')[1]!.split('\n\n')[0]!;
   const configs: Record<string, Record<string, unknown>> = {
     tcp_chain: { host: '127.0.0.1', port: 1 },
     http_chain: { host: '127.0.0.1', port: 1 },
