@@ -19,7 +19,14 @@ const readmeExamples = tomlExamples('README.md');
 
 /** The least number of whole configurations each page shows, so an example cannot vanish unnoticed. */
 const AT_LEAST: Record<string, number> = {
-  'README.md': 4,
+  'README.md': 2,
+  'docs/delivery.md': 1,
+  'docs/flow.md': 2,
+  'docs/nats.md': 2,
+  'docs/otlp.md': 2,
+  'docs/sinks.md': 1,
+  'docs/sources.md': 1,
+  'docs/syslog.md': 1,
 };
 
 test.serial('the README and docs/ have configuration examples and every one passes check', async (t) => {
