@@ -25,7 +25,7 @@ export interface FileSourceConfig {
 }
 
 export const FILE_SOURCE: PluginSpec = {
-  doc: 'tails the files of one directory that match a pattern, or of `include` globs, following rotation and truncation; container formats and multiline entries (README: Container logs and multiline entries)',
+  doc: 'tails the files of one directory that match a pattern, or of `include` globs, following rotation and truncation; container formats and multiline entries (docs/sources.md: Container logs and multiline entries)',
   fields: {
     directory: { t: 'string', nonEmpty: true, doc: 'directory whose files are read (not recursive); may appear after the start. Set this (with `pattern`) or `include`' },
     pattern: { t: 'string', def: '*', nonEmpty: true, doc: 'file name pattern: `*` and `?` only, dot files excluded; only with `directory`' },

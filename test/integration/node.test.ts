@@ -291,7 +291,7 @@ type = "null"
   );
   const last = looks.at(-1)!;
   t.true(last.sizes.size < 10, `oldest files pruned: ${[...last.sizes.keys()].join(' ')}`);
-  // Pruning runs every 500 ms (README): the total may pass max_total_size_mb by what was written
+  // Pruning runs every 500 ms (docs/operations.md): the total may pass max_total_size_mb by what was written
   // since the last prune, so by no more than what the half second before a look wrote (measured:
   // the writes from the last look that ended 500 ms before this one started).
   const PRUNE_INTERVAL_MS = 500;

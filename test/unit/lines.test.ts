@@ -221,15 +221,15 @@ test('preset go: the reference says what the preset does, function lines at colu
   t.is(texts(GO, 'go').out[2]!.text, lines[8]!, 'a line at column 0 of another kind begins the next entry');
 });
 
-test('fields.time_nanos: set when the runtime\'s time is finer than the millisecond, as the README says', (t) => {
+test('fields.time_nanos: set when the runtime\'s time is finer than the millisecond, as docs/sources.md says', (t) => {
   const nanosOf = (time: string) => assemble(`${time} stdout F x\n`, { format: 'cri' }).out[0]!.nanos;
   t.is(nanosOf('2026-11-25T10:45:00.123456789Z'), '2026-11-25T10:45:00.123456789Z');
   t.is(nanosOf('2026-11-25T10:45:00.123456Z'), '2026-11-25T10:45:00.123456Z');
   t.is(nanosOf('2026-11-25T10:45:01.5Z'), undefined);
   t.is(nanosOf('2026-11-25T10:45:01.500000000Z'), undefined);
-  const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
-  t.regex(readme, /finer than the millisecond[^]{0,200}`fields\.time_nanos`/);
-  t.regex(readme, /`10:45:01\.5Z` or `10:45:01\.500000000Z` none/);
+  const page = readFileSync(join(ROOT, 'docs', 'sources.md'), 'utf8');
+  t.regex(page, /finer than the millisecond[^]{0,200}`fields\.time_nanos`/);
+  t.regex(page, /`10:45:01\.5Z` or `10:45:01\.500000000Z` none/);
 });
 
 test('the four modes with explicit patterns', (t) => {

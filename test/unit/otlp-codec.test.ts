@@ -383,7 +383,7 @@ test('a bytesValue body keeps its kind through an entry (fields.body.bytesValue)
   }
 });
 
-test('a record without a resource keeps fields.resource = {} (the README says why): its fields go back to their places on the way out', (t) => {
+test('a record without a resource keeps fields.resource = {} (docs/otlp.md says why): its fields go back to their places on the way out', (t) => {
   const req = decodeJsonRequest(JSON.stringify({ resourceLogs: [{ scopeLogs: [{ scope: { name: 'lib' }, logRecords: [{ body: { stringValue: 'm' }, attributes: [{ key: 'k', value: { stringValue: 'v' } }], traceId: '0102030405060708090a0b0c0d0e0f10' }] }] }] }));
   const [entry] = mapRequest(req, 1_700_000_000_000, 1 << 20).entries;
   t.deepEqual(entry!.fields?.resource, {});
@@ -396,6 +396,6 @@ test('a record without a resource keeps fields.resource = {} (the README says wh
   const rec = rl.scopeLogs[0]!.logRecords[0]!;
   t.deepEqual(rec.attributes?.map((a) => a.key), ['k'], 'attributes as they were, not the fields as attributes');
   t.is(rec.traceId, '0102030405060708090a0b0c0d0e0f10');
-  const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
-  t.regex(readme, /`resource` is there even when the record had none, as `\{\}`/);
+  const page = readFileSync(join(ROOT, 'docs', 'otlp.md'), 'utf8');
+  t.regex(page, /`resource` is there even when the record had none, as `\{\}`/);
 });
