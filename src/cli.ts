@@ -39,9 +39,10 @@ const HELP_MORE = `  Configuration
 
   Reference
     $ logrelay check --explain KEY    one key's type, default, unit and meaning, e.g. sinks.http.port or buffer_size
-    docs/configuration.md (every key), docs/operations.md, docs/counters.md, docs/protocol.md,
-    docs/transforms.md, docs/syslog.md, docs/fleet.md, docs/kubernetes.md,
-    docs/benchmarks.md, docs/tls.md, docs/otlp.md, docs/nats.md, docs/delivery.md, docs/sources.md, docs/sinks.md, docs/flow.md, docs/development.md
+    docs/configuration.md (every key), docs/sources.md, docs/sinks.md, docs/flow.md, docs/transforms.md,
+    docs/delivery.md (acks, dedup, disk buffers, fan-out), docs/protocol.md, docs/tls.md,
+    docs/operations.md, docs/counters.md, docs/fleet.md, docs/syslog.md, docs/otlp.md, docs/nats.md,
+    docs/kubernetes.md, docs/benchmarks.md, docs/development.md
 
 `;
 

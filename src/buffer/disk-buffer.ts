@@ -169,7 +169,7 @@ export class DiskBuffer {
   /**
    * Hands pending records to the writer thread, each where it goes in the segment being written,
    * and their entries to the reader: the pipeline may have them before their sync (what a sender
-   * is told waits for it; see README). Entries live no longer than the pipeline holds them:
+   * is told waits for it; see docs/delivery.md). Entries live no longer than the pipeline holds them:
    * kept until their sync, many lived long enough for the garbage collector to promote them, and
    * collecting them cost more than encoding them. A record that does not fit waits until
    * everything before it is durable, then goes to a new segment.
