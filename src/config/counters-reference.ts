@@ -96,7 +96,7 @@ export const COUNTER_SECTIONS: readonly CounterSection[] = [
         doc: 'an open entry was emitted because no line came for `timeout_ms` (normal for the last trace of a quiet file)',
       },
       { name: 'active_connections', owners: LISTENERS, gauge: true, doc: 'links, requests or syslog connections open now' },
-      { name: 'rejected_conns', owners: ['tcp_chain', 'syslog', 'otlp'], doc: 'connections refused over `max_connections`' },
+      { name: 'rejected_conns', owners: ['tcp_chain', 'http_chain', 'syslog', 'otlp'], doc: 'connections refused over `max_connections`' },
       {
         name: 'parse_errors',
         owners: [...LISTENERS, 'nats', 'file', 'stdin'],
