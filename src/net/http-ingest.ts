@@ -7,17 +7,16 @@
 
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
-import type { TLSSocket, TlsOptions } from 'node:tls';
+import type { TLSSocket } from 'node:tls';
 import { doneBy } from '../core/ack.js';
 import type { Counters } from '../core/counters.js';
 import type { Entry } from '../core/entry.js';
-import type { PluginKind } from '../core/errors.js';
 import type { SourceContext } from '../core/source.js';
 import { type BodyBudget, readLimitedChunks } from './http-body.js';
 import { closeHttpListener, createHttpListener } from './http-server.js';
 import { bind, countHandshakeErrors } from './listener.js';
 import { closeSession, openSession, type Session } from './session.js';
-import type { AuthResult } from './tls.js';
+import { type AuthConfig, serverSecurity, type TlsConfig } from './tls.js';
 
 /** Seconds a sender is asked to wait when the pipeline is saturated or the source stopping (503). */
 export const BUSY_RETRY_AFTER_S = 1;
@@ -48,17 +47,18 @@ export interface HttpIngestConfig {
   readonly max_connections: number;
   /** time allowed to receive a whole request, ms; 0 = none */
   readonly read_timeout_ms: number;
+  readonly tls: TlsConfig;
+  /** the identities allowed (mutual TLS) */
+  readonly auth?: AuthConfig;
 }
 
 export interface HttpIngestOptions {
-  readonly kind: PluginKind;
+  /** the source's id */
   readonly id: string;
   readonly cfg: HttpIngestConfig;
   readonly ctx: SourceContext;
-  /** `active_connections`, `rejected_conns`, `tls_handshake_errors`, `total_requests` are counted here */
+  /** `active_connections`, `rejected_conns`, `tls_handshake_errors`, `auth_rejected`, `total_requests` are counted here */
   readonly counters: Counters;
-  readonly tlsOptions: TlsOptions | undefined;
-  readonly authorize: (socket: TLSSocket) => AuthResult;
   /** Writes an answer in the source's own form (a JSON error, a google.rpc.Status…). */
   readonly reply: (res: ServerResponse, status: number, message: string, headers?: Record<string, string>) => void;
   /** The messages of the refusals made here, by status (403, 404, 405) and of a saturated 503. */
@@ -105,7 +105,8 @@ export interface HttpIngest {
 }
 
 export function createHttpIngest(o: HttpIngestOptions): HttpIngest {
-  const { cfg, ctx, counters, tlsOptions } = o;
+  const { cfg, ctx, counters } = o;
+  const { tlsOptions, authorize } = serverSecurity('source', o.id, cfg, ctx, counters);
   const peers = new WeakMap<Socket, IngestPeer>();
   const bodies: BodyBudget = { held: 0, bound: cfg.max_body_bytes * BODIES_IN_MEMORY };
   let server: Server | undefined;
@@ -134,7 +135,7 @@ export function createHttpIngest(o: HttpIngestOptions): HttpIngest {
     let identity: string | undefined;
     let allowed = true;
     if (tls) {
-      const verdict = o.authorize(socket as TLSSocket);
+      const verdict = authorize(socket as TLSSocket);
       allowed = verdict.ok;
       if (verdict.ok) identity = verdict.identity;
     }
@@ -213,7 +214,7 @@ export function createHttpIngest(o: HttpIngestOptions): HttpIngest {
         srv.on('secureConnection', (s: TLSSocket) => onConnection(s, true));
         countHandshakeErrors(srv, counters);
       }
-      await bind(srv, o.kind, o.id, cfg.host, cfg.port);
+      await bind(srv, 'source', o.id, cfg.host, cfg.port);
       server = srv;
     },
     start() {

@@ -13,7 +13,6 @@ import type { PluginSpec } from '../config/spec.js';
 import type { Entry } from '../core/entry.js';
 import { type BodyFault, INFLATABLE, inflateLimited } from '../net/http-body.js';
 import { createHttpIngest, type HttpIngestConfig, type IngestPeer } from '../net/http-ingest.js';
-import { serverSecurity } from '../net/tls.js';
 import type { Source, SourceFactory } from './types.js';
 
 type HttpChainSourceConfig = ChainSourceConfig & HttpIngestConfig;
@@ -54,16 +53,12 @@ export const createHttpChainSource: SourceFactory = (plugin, ctx): Source => {
     bytes_received: 0,
   };
   const reportsAt = reportPath(cfg.path);
-  const { tlsOptions, authorize } = serverSecurity('source', plugin.id, cfg, ctx, counters);
   const reply = (res: ServerResponse, status: number, message: string, headers?: Record<string, string>) => json(res, status, { error: message }, headers);
   const http = createHttpIngest({
-    kind: 'source',
     id: plugin.id,
     cfg,
     ctx,
     counters,
-    tlsOptions,
-    authorize,
     reply,
     messages: { forbidden: 'forbidden', notFound: 'not found', notPost: () => 'method not allowed', busy: () => 'busy' },
     otherPath: (req, res, peer, path) => {

@@ -10,7 +10,6 @@ import type { Entry } from '../core/entry.js';
 import { errorMessage } from '../core/errors.js';
 import { type BodyFault, inflateLimited } from '../net/http-body.js';
 import { createHttpIngest, type HttpIngestConfig } from '../net/http-ingest.js';
-import { serverSecurity } from '../net/tls.js';
 import { decodeRequest } from '../otlp/decode.js';
 import { decodeJsonRequest } from '../otlp/json.js';
 import { mapRequest } from '../otlp/map-in.js';
@@ -59,7 +58,6 @@ export const createOtlpSource: SourceFactory = (plugin, ctx): Source => {
     tls_handshake_errors: 0,
     auth_rejected: 0,
   };
-  const { tlsOptions, authorize } = serverSecurity('source', plugin.id, cfg, ctx, counters);
   const answer = (res: ServerResponse, status: number, body: Buffer, encoding: OtlpEncoding, headers: Record<string, string> = {}) => {
     if (status >= 400) counters.rejected_requests++;
     if (res.headersSent || res.destroyed) return;
@@ -69,13 +67,10 @@ export const createOtlpSource: SourceFactory = (plugin, ctx): Source => {
   const fault = (res: ServerResponse, status: number, message: string, encoding: OtlpEncoding, headers: Record<string, string> = {}) =>
     answer(res, status, encodeStatus(status, message, encoding), encoding, headers);
   const http = createHttpIngest({
-    kind: 'source',
     id: plugin.id,
     cfg,
     ctx,
     counters,
-    tlsOptions,
-    authorize,
     // a refusal is written in the request's encoding, JSON when it has none
     reply: (res, status, message, headers) => fault(res, status, message, encodingOf(res.req.headers['content-type']) ?? 'json', headers),
     messages: {

@@ -15,6 +15,7 @@ import {
   killReceiverMidStream,
   numberOf,
   QUICK_BACKOFF,
+  RECEIVER_HEAD,
   relayAll,
 } from '../helpers/chain.js';
 import { freePort, nodeStarter, type RunningNode, tempDir, waitFor, waitReady, within } from '../helpers/node.js';
@@ -201,18 +202,7 @@ function postLine(port: number, message: string): Promise<number> {
 test.serial('connections beyond max_connections are refused (rejected_conns), as at the otlp source; a freed slot takes the next', async (t) => {
   t.timeout(60_000);
   const port = await freePort();
-  const b = start(
-    'recv-limited',
-    `status_interval_ms = 200
-[[pipelines]]
-name = "recv"
-[pipelines.flow.format]
-type = "json"
-${chainSourceToml('link', 'http_chain', port, 'max_connections = 2\n')}[[pipelines.plugin_sinks]]
-type = "stdout"
-`,
-    ['--logging.level=debug'],
-  );
+  const b = start('recv-limited', `${RECEIVER_HEAD}${chainSourceToml('link', 'http_chain', port, 'max_connections = 2\n')}[[pipelines.plugin_sinks]]\ntype = "stdout"\n`, ['--logging.level=debug']);
   await waitReady(b, 'receiver');
   const held = [await openSocket(port), await openSocket(port)];
   t.teardown(() => held.forEach((s) => s?.destroy()));
