@@ -96,7 +96,7 @@ export const COUNTER_SECTIONS: readonly CounterSection[] = [
         doc: 'an open entry was emitted because no line came for `timeout_ms` (normal for the last trace of a quiet file)',
       },
       { name: 'active_connections', owners: LISTENERS, gauge: true, doc: 'links, requests or syslog connections open now' },
-      { name: 'rejected_conns', owners: ['tcp_chain', 'syslog', 'otlp'], doc: 'connections refused over `max_connections`' },
+      { name: 'rejected_conns', owners: ['tcp_chain', 'http_chain', 'syslog', 'otlp'], doc: 'connections refused over `max_connections`' },
       {
         name: 'parse_errors',
         owners: [...LISTENERS, 'nats', 'file', 'stdin'],
@@ -259,7 +259,7 @@ export const COUNTER_SECTIONS: readonly CounterSection[] = [
       {
         name: 'dropped_batches',
         owners: ['http_chain', 'otlp'],
-        doc: '`http_chain`: batches the peer refused for good (a status other than 408, 429, 5xx), each logged ERROR; `otlp`: entries (not batches) the receiver refused: a status other than 2xx, 429, 502, 503, 504 or a 413 of a single entry (ERROR `OTLP export rejected`), and `partial_success.rejected_log_records` (WARN `OTLP records rejected`); metric reason `batch_rejected`',
+        doc: '`http_chain`: batches the peer refused for good (a status other than 403, 408, 429, 5xx, or a 413 of a single entry: a larger batch refused 413 is split in two), each logged ERROR; `otlp`: entries (not batches) the receiver refused: a status other than 2xx, 429, 502, 503, 504 or a 413 of a single entry (ERROR `OTLP export rejected`), and `partial_success.rejected_log_records` (WARN `OTLP records rejected`); metric reason `batch_rejected`',
       },
       {
         name: 'dead_lettered',
@@ -267,7 +267,11 @@ export const COUNTER_SECTIONS: readonly CounterSection[] = [
         when: 'with `dead_letter`',
         doc: 'entries this sink gave up on for good (`http_chain`: a permanent status; `otlp`: a rejected or partly rejected request; `file`: a failed write, tried twice) and handed to its dead letter sink with `fields.dead_letter`; not a loss, not in `dropped_batches`',
       },
-      { name: 'retries', owners: ['otlp', 'nats'], doc: '`otlp`: requests that failed and will be sent again (429, 502, 503, 504, timeouts, network errors); `nats`: failed publishes (an error reply, no stream, no acknowledgement in time), each retried' },
+      {
+        name: 'retries',
+        owners: ['http_chain', 'otlp', 'nats'],
+        doc: '`http_chain` and `otlp`: batch requests that failed and will be sent again (`http_chain`: 403, 408, 429, 5xx; `otlp`: 429, 502, 503, 504; both: timeouts, network errors), after the backoff and never sooner than `Retry-After`; `http_chain` counts them in `reconnects` too; `nats`: failed publishes (an error reply, no stream, no acknowledgement in time), each retried',
+      },
       { name: 'published', owners: ['nats'], doc: 'entries JetStream acknowledged (in batches of up to `max_batch_count` per message)' },
       { name: 'retried', owners: ['nats'], doc: 'entries published again in their batch (no acknowledgement within `request_timeout_ms`, an error reply, no stream yet, or a reconnect)' },
     ],
@@ -295,7 +299,7 @@ const METRIC_SOURCES: Readonly<Record<string, string>> = {
   logrelay_chain_unacked_entries: '`unacked` of `tcp_chain` and nats sinks and of the nats source',
   logrelay_chain_reconnects_total: '`reconnects` of chain, syslog and nats sinks and of the nats source',
   logrelay_link_bytes_total: 'sink `bytes_raw` (`stage="raw"`) and `bytes_sent` (`stage="wire"`), source `bytes_received` (`stage="wire"`) of chain links; wire ÷ raw is the compression ratio',
-  logrelay_chain_retries_total: '`retries` of otlp and nats sinks (`http_chain` counts its failed requests in `reconnects`)',
+  logrelay_chain_retries_total: '`retries` of http_chain, otlp and nats sinks (`http_chain` counts its failed requests in `reconnects` too)',
   logrelay_file_lag_bytes: '`lag_bytes`',
   logrelay_buffer_bytes: '`buffer_bytes`',
   logrelay_buffer_entries: '`buffer_entries`',

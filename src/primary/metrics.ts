@@ -185,7 +185,7 @@ const FAMILIES: readonly Family[] = [
   { name: 'logrelay_chain_reconnects_total', help: 'Failed or broken links, each followed by a backoff.', kind: 'counter', labels: ['pipeline', 'component'], samples: perComponent('reconnects') },
   {
     name: 'logrelay_chain_retries_total',
-    help: 'Requests (otlp batches, nats publishes) a link sent again after a failed attempt, connected or not.',
+    help: 'Requests (http_chain and otlp batches, nats publishes) a link sent again after a failed attempt, connected or not.',
     kind: 'counter',
     labels: ['pipeline', 'component'],
     samples: perComponent('retries', ['sinks']),

@@ -1,26 +1,26 @@
 // `http_chain` sink: the sending end of an HTTP chain link (DESIGN.md §9). Entries are encoded
 // into NDJSON batches, closed at max_batch_count, max_batch_bytes or flush_interval_ms after a
-// batch's first entry, and POSTed one at a time over a keep-alive agent. Network errors, 408,
-// 429 and 5xx are retried with backoff (at least Retry-After) while the batch is held.
+// batch's first entry, and POSTed by the batch poster (net/batch-poster.ts), up to max_in_flight
+// at once. Network errors, 403, 408, 429 and 5xx are retried with backoff (at least Retry-After,
+// up to backoff_max_ms) while the batch is held; a 413 splits the batch in two.
 
-import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from 'node:http';
-import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
-import { HeldWaiters } from '../net/held-waiters.js';
-import { chainBackoff, type ChainSinkConfig, chainSinkConfig, chainSinkFields } from '../chain/sink-config.js';
-import type { PluginSpec } from '../config/spec.js';
-import { acceptsEncoding, defaultNode, HEADER_ACCEPT_ENCODING, HEADER_NODE, HEADER_PROTOCOL, NDJSON, PROTOCOL_VERSION, reportPath } from '../chain/protocol.js';
-import type { NodeReport } from '../core/node-report.js';
-import { eachWireRun, encodeWire, type WireItem, wireItems } from '../core/entry-wire.js';
-import { settle, type Ticket } from '../core/ack.js';
-import type { Entry } from '../core/entry.js';
-import { errorMessage } from '../core/errors.js';
-import { startProbe } from '../net/http-probe.js';
-import { clientTlsOptions } from '../net/tls.js';
-import { COMPRESSIONS, type Compression, zstdMissing } from '../chain/compression.js';
-import { PluginError } from '../core/errors.js';
+import type { IncomingMessage } from 'node:http';
 import { promisify } from 'node:util';
 import * as zlib from 'node:zlib';
+import { COMPRESSIONS, type Compression, zstdMissing } from '../chain/compression.js';
+import { HeldWaiters } from '../net/held-waiters.js';
 import { createRequestLinkState } from '../net/link-state.js';
+import { acceptsEncoding, defaultNode, HEADER_ACCEPT_ENCODING, HEADER_NODE, HEADER_PROTOCOL, NDJSON, PROTOCOL_VERSION, reportPath } from '../chain/protocol.js';
+import { type ChainSinkConfig, chainSinkConfig, chainSinkFields } from '../chain/sink-config.js';
+import { eachWireRun, encodeWire, type WireItem, wireItems } from '../core/entry-wire.js';
+import type { PluginSpec } from '../config/spec.js';
+import { settle, type Ticket } from '../core/ack.js';
+import type { Entry } from '../core/entry.js';
+import { errorMessage, PluginError } from '../core/errors.js';
+import type { NodeReport } from '../core/node-report.js';
+import { BatchBuilder } from '../net/batch-builder.js';
+import { createBatchPoster, type PostBody } from '../net/batch-poster.js';
+import { clientTlsOptions } from '../net/tls.js';
 import type { Sink, SinkFactory } from './types.js';
 
 interface HttpChainSinkConfig extends ChainSinkConfig {
@@ -30,11 +30,13 @@ interface HttpChainSinkConfig extends ChainSinkConfig {
   readonly max_batch_count: number;
   readonly max_batch_bytes: number;
   readonly request_timeout_ms: number;
+  readonly max_in_flight: number;
 }
 
 interface Batch {
   /** the body as the runs of lines that lie together (see `eachWireRun`), sent one after another */
   readonly body: readonly Buffer[];
+  /** its NDJSON bytes */
   readonly bytes: number;
   readonly count: number;
   /**
@@ -54,24 +56,8 @@ const gzipAsync = promisify<Buffer, zlib.ZlibOptions, Buffer>(zlib.gzip);
 const zstdCompress = (zlib as unknown as { zstdCompress?: (buf: Buffer, cb: (err: Error | null, out: Buffer) => void) => void }).zstdCompress;
 const zstdAsync = zstdCompress ? promisify<Buffer, Buffer>(zstdCompress) : undefined;
 
-/**
- * Batches posted at once, each on its own keep-alive connection: the round trip of one (the
- * receiver answers once its entries are delivered downstream) no longer caps the link.
- */
-const MAX_IN_FLIGHT = 4;
-
 /** Statuses worth trying again; any other failure drops the batch. 403 is retried too: see below. */
 const isRetryable = (status: number) => status === 408 || status === 429 || status >= 500 || status === 403;
-
-/** Retry-After as ms (delta seconds or an HTTP date); undefined when absent or unreadable. */
-function retryAfterMs(res: IncomingMessage): number | undefined {
-  const v = res.headers['retry-after'];
-  if (!v) return undefined;
-  const s = Number(v);
-  if (Number.isFinite(s)) return Math.max(0, s * 1000);
-  const t = Date.parse(v);
-  return Number.isNaN(t) ? undefined : Math.max(0, t - Date.now());
-}
 
 export const HTTP_CHAIN_SINK: PluginSpec = {
   doc: "forwards structured entries in NDJSON batches to another node's `http_chain` source; retries a batch until it is acknowledged",
@@ -92,6 +78,9 @@ export const HTTP_CHAIN_SINK: PluginSpec = {
     max_batch_count: { t: 'number', def: 500, int: true, min: 1, unit: 'entries', doc: 'a batch is sent when it holds this many entries' },
     max_batch_bytes: { t: 'number', def: 1048576, int: true, min: 64, doc: 'a batch is sent when its body reaches this size' },
     request_timeout_ms: { t: 'number', def: 10000, int: true, min: 1, doc: 'a request unanswered this long fails (and is retried)' },
+    // the round trip of one batch (the receiver answers once its entries are delivered
+    // downstream) no longer caps the link: each is on its own keep-alive connection
+    max_in_flight: { t: 'number', def: 4, int: true, min: 1, max: 64, unit: 'requests', doc: 'batches posted at once, each on its own keep-alive connection' },
   }),
 };
 
@@ -99,24 +88,39 @@ export const HTTP_CHAIN_SINK: PluginSpec = {
  * The batch's lines as slices of the Buffers they were written into, one per run that lies
  * together: written to the request in turn, never copied into one body.
  */
-function bodyOf(items: readonly WireItem[]): { body: Buffer[]; bytes: number } {
+function bodyOf(items: readonly WireItem[]): Buffer[] {
   const body: Buffer[] = [];
-  let bytes = 0;
-  eachWireRun(items, 0, items.length, (run) => {
-    body.push(run);
-    bytes += run.length;
+  eachWireRun(items, 0, items.length, (run) => body.push(run));
+  return body;
+}
+
+/** A batch refused 413 as two halves (by entries), in order; undefined for a single entry. */
+function halves(batch: Batch): [Batch, Batch] | undefined {
+  if (batch.count < 2) return undefined;
+  const half = batch.count >> 1;
+  const all = batch.body.length === 1 ? batch.body[0]! : Buffer.concat(batch.body as Buffer[]);
+  // the body's lines end each with \n: the first half ends after the half-th of them
+  let cut = -1;
+  for (let n = 0; n < half; n++) cut = all.indexOf(10, cut + 1);
+  const first = all.subarray(0, cut + 1);
+  const second = all.subarray(cut + 1);
+  const part = (body: Buffer, from: number, to: number): Batch => ({
+    body: [body],
+    bytes: body.length,
+    count: to - from,
+    tickets: batch.tickets.slice(from, to),
+    ...(batch.entries ? { entries: batch.entries.slice(from, to) } : {}),
   });
-  return { body, bytes };
+  return [part(first, 0, half), part(second, half, batch.count)];
 }
 
 export const createHttpChainSink: SinkFactory = (plugin, ctx): Sink => {
   const cfg = chainSinkConfig<HttpChainSinkConfig>(plugin, HTTP_CHAIN_SINK);
   const tlsOptions = clientTlsOptions('sink', plugin.id, cfg.tls, cfg.host);
   const node = cfg.node ?? ctx.node ?? defaultNode();
-  const backoff = chainBackoff(cfg);
   if (cfg.compression === 'zstd' && zstdMissing()) throw new PluginError('sink', plugin.id, 'compression', zstdMissing()!);
   /** `bytes_raw`: NDJSON bodies before compression; `bytes_sent`: bodies as posted */
-  const counters = { connected: 0, reconnects: 0, batches_sent: 0, dropped_batches: 0, synthesized: 0, bytes_sent: 0, bytes_raw: 0, reports_sent: 0, reports_dropped: 0 };
+  const counters = { connected: 0, reconnects: 0, retries: 0, batches_sent: 0, dropped_batches: 0, synthesized: 0, bytes_sent: 0, bytes_raw: 0, reports_sent: 0, reports_dropped: 0 };
   const log = ctx.log;
   const link = createRequestLinkState(counters, log, `${cfg.host}:${cfg.port}`, 'Chain link', cfg.backoff_max_ms);
   const headers = {
@@ -124,90 +128,13 @@ export const createHttpChainSink: SinkFactory = (plugin, ctx): Sink => {
     [HEADER_PROTOCOL]: String(PROTOCOL_VERSION),
     [HEADER_NODE]: node,
   };
-  const request = tlsOptions ? httpsRequest : httpRequest;
-  let agent: HttpAgent | undefined;
 
-  // The batch being filled, then closed batches waiting to be sent, and up to MAX_IN_FLIGHT out.
-  let building: WireItem[] = [];
-  /** the last attempt failed: a redundant path (fanout = "any") skips this sink meanwhile */
-  let failing = false;
-  let buildingBytes = 0;
-  let flushTimer: NodeJS.Timeout | undefined;
-  const ready: Batch[] = [];
-  let readyEntries = 0;
-  let inFlight = 0;
-  let retryTimer: NodeJS.Timeout | undefined;
-  let outageLogged = false;
-  let closing = false;
-  /** the last request found no peer (a network error): `on_full = "auto"` drops meanwhile */
-  let down = false;
-
-  const held = () => readyEntries + building.length;
-  /** body bytes of the batches held and of the one being filled (`buffer_max_bytes`) */
+  /** body bytes of the batches held (`buffer_max_bytes`), the one being filled aside */
   let readyBytes = 0;
-  const heldBytes = () => readyBytes + buildingBytes;
-  const waiters = new HeldWaiters(held, cfg.buffer_size, heldBytes, cfg.buffer_max_bytes);
-
-  const closeBatch = () => {
-    clearTimeout(flushTimer);
-    flushTimer = undefined;
-    if (building.length === 0) return;
-    const entries = ctx.deadLetter ? building.map((item) => item.entry) : undefined;
-    const batch = { ...bodyOf(building), count: building.length, tickets: building.map((item) => item.ticket), ...(entries ? { entries } : {}) };
-    ready.push(batch);
-    readyEntries += building.length;
-    readyBytes += batch.bytes;
-    building = [];
-    buildingBytes = 0;
-    send();
-  };
-
-  const done = (batch: Batch) => {
-    inFlight--;
-    readyEntries -= batch.count;
-    readyBytes -= batch.bytes;
-    for (const ticket of batch.tickets) settle(ticket);
-    waiters.wake(closing);
-    send();
-  };
-
-  const retry = (batch: Batch, reason: string, atLeastMs = 0) => {
-    inFlight--;
-    // first in line again; the others out meanwhile come back the same way if they fail too
-    ready.unshift(batch);
-    failing = true;
-    counters.reconnects++;
-    const fields = { remote: `${cfg.host}:${cfg.port}`, error: reason, held: held() };
-    if (!outageLogged && !closing) {
-      outageLogged = true;
-      // A refused identity is a configuration fault the operator must see; the batch is kept.
-      log[reason.startsWith('HTTP 403') ? 'error' : 'warn'](fields, 'Chain batch not delivered, retrying');
-    } else {
-      log.debug(fields, 'Chain batch attempt failed');
-    }
-    if (retryTimer) return;
-    const delay = Math.max(backoff.next(), Math.min(atLeastMs, cfg.backoff_max_ms));
-    retryTimer = setTimeout(() => {
-      retryTimer = undefined;
-      send();
-    }, delay);
-  };
-
-  const send = () => {
-    while (inFlight < MAX_IN_FLIGHT && !retryTimer && ready.length > 0 && !ctx.checkOnly) post(ready.shift()!);
-  };
-
-  const agentOf = (): HttpAgent =>
-    (agent ??= tlsOptions
-      ? new HttpsAgent({ ...tlsOptions, keepAlive: true, maxSockets: MAX_IN_FLIGHT, timeout: 30_000 })
-      : new HttpAgent({ keepAlive: true, maxSockets: MAX_IN_FLIGHT, timeout: 30_000 }));
-  let probe: { stop(): void } | undefined;
-
-  /** Compresses the batch's body once (kept for its retries), then posts it. */
-  /** the source said (on a 204) that it reads our codec; until then bodies go plain */
+  /** the source said (on a 2xx) that it reads our codec; until then bodies go plain */
   let peerInflates = false;
   let declinedTold = false;
-  /** A 204's word on compression: on, or declined (told once per outage of the word). */
+  /** A 2xx's word on compression: on, or declined (told once per outage of the word). */
   const onNoContent = (res: Pick<IncomingMessage, 'headers'>) => {
     if (cfg.compression === 'none') return;
     peerInflates = acceptsEncoding(res.headers[HEADER_ACCEPT_ENCODING], cfg.compression);
@@ -218,100 +145,78 @@ export const createHttpChainSink: SinkFactory = (plugin, ctx): Sink => {
     }
   };
 
-  const post = (batch: Batch) => {
-    if (cfg.compression === 'none' || batch.wire || !peerInflates) {
-      postNow(batch);
-      return;
-    }
-    inFlight++;
+  /** The body as its runs, or compressed once (kept for the retries) where the peer inflates it. */
+  const bodyOfBatch = (batch: Batch): PostBody | Promise<PostBody> => {
+    if (batch.wire) return { chunks: [batch.wire], bytes: batch.wire.length, headers: { 'Content-Encoding': cfg.compression } };
+    if (cfg.compression === 'none' || !peerInflates) return { chunks: batch.body, bytes: batch.bytes };
     const raw = Buffer.concat(batch.body as Buffer[]);
     const compressing = cfg.compression === 'zstd' && zstdAsync ? zstdAsync(raw) : gzipAsync(raw, { level: 1 });
-    compressing.then(
-      (wire) => {
-        batch.wire = wire;
-        inFlight--;
-        postNow(batch);
-      },
-      (err: unknown) => {
-        // it should not happen: the batch is dropped, counted
-        inFlight--;
-        counters.dropped_batches++;
-        log.error({ remote: `${cfg.host}:${cfg.port}`, error: errorMessage(err), entries: batch.count }, 'Chain batch could not be compressed, dropped');
-        inFlight++;
-        done(batch);
-      },
-    );
+    return compressing.then((wire) => {
+      batch.wire = wire;
+      return { chunks: [wire], bytes: wire.length, headers: { 'Content-Encoding': cfg.compression } };
+    });
   };
 
-  const postNow = (batch: Batch) => {
-    inFlight++;
-    agentOf();
-    let settled = false;
-    const settle = (fn: () => void) => {
-      if (settled) return;
-      settled = true;
-      fn();
-    };
-    const req = request({
-      host: cfg.host,
-      port: cfg.port,
-      path: cfg.path,
-      method: 'POST',
-      agent,
-      headers: batch.wire ? { ...headers, 'Content-Encoding': cfg.compression, 'Content-Length': batch.wire.length } : { ...headers, 'Content-Length': batch.bytes },
-    });
-    req.setTimeout(cfg.request_timeout_ms, () => req.destroy(new Error(`no answer within request_timeout_ms (${cfg.request_timeout_ms} ms)`)));
-    req.on('error', (err) => {
-      if (!closing) {
-        link.failed({ error: errorMessage(err) });
-        down = true;
+  const poster = createBatchPoster<Batch>({
+    target: { host: cfg.host, port: cfg.port, path: cfg.path, tls: tlsOptions, remote: `${cfg.host}:${cfg.port}` },
+    headers,
+    cfg,
+    ctx,
+    counters,
+    link,
+    // a peer's Retry-After is honoured up to backoff_max_ms
+    retryAfterCapMs: cfg.backoff_max_ms,
+    isRetryable,
+    // A refused identity is a configuration fault the operator must see; the batch is kept.
+    lines: { retrying: 'Chain batch not delivered, retrying', attemptFailed: 'Chain batch attempt failed', level: (reason) => (reason.startsWith('HTTP 403') ? 'error' : 'warn') },
+    body: bodyOfBatch,
+    sending(batch, body) {
+      counters.bytes_raw += batch.bytes;
+      counters.bytes_sent += body.bytes;
+    },
+    accepted: (_batch, res) => onNoContent(res),
+    refused(batch, status) {
+      if (ctx.deadLetter && batch.entries) {
+        // refused for good: the dead letter sink takes the entries before their tickets are let go
+        ctx.deadLetter(
+          batch.entries.map((entry, i) => ({ entry, ticket: batch.tickets[i] })),
+          'rejected',
+          status,
+        );
+        log.warn({ remote: `${cfg.host}:${cfg.port}`, status, entries: batch.count }, 'Chain batch rejected by peer, sent to the dead letter sink');
+      } else {
+        counters.dropped_batches++;
+        log.error({ remote: `${cfg.host}:${cfg.port}`, status, entries: batch.count }, 'Chain batch rejected by peer, dropped');
       }
-      settle(() => retry(batch, errorMessage(err)));
-    });
-    req.on('response', (res) => {
-      res.resume();
-      const status = res.statusCode ?? 0;
-      down = false;
-      // up only on success (a relay answering 503 to everything is not an up link)
-      if (status >= 200 && status < 300) link.succeeded({ status });
-      else if (isRetryable(status)) link.failed({ status });
-      settle(() => {
-        if (status >= 200 && status < 300) {
-          onNoContent(res);
-          counters.batches_sent++;
-          failing = false;
-          backoff.reset();
-          outageLogged = false;
-          done(batch);
-        } else if (isRetryable(status)) {
-          retry(batch, `HTTP ${status}`, retryAfterMs(res));
-        } else if (ctx.deadLetter && batch.entries) {
-          // refused for good: the dead letter sink takes the entries before their tickets are let go
-          ctx.deadLetter(
-            batch.entries.map((entry, i) => ({ entry, ticket: batch.tickets[i] })),
-            'rejected',
-            status,
-          );
-          log.warn({ remote: `${cfg.host}:${cfg.port}`, status, entries: batch.count }, 'Chain batch rejected by peer, sent to the dead letter sink');
-          done(batch);
-        } else {
-          counters.dropped_batches++;
-          log.error({ remote: `${cfg.host}:${cfg.port}`, status, entries: batch.count }, 'Chain batch rejected by peer, dropped');
-          done(batch);
-        }
-      });
-    });
-    counters.bytes_raw += batch.bytes;
-    if (batch.wire) {
-      counters.bytes_sent += batch.wire.length;
-      req.end(batch.wire);
-      return;
-    }
-    counters.bytes_sent += batch.bytes;
-    const last = batch.body.length - 1;
-    for (let i = 0; i < last; i++) req.write(batch.body[i]);
-    req.end(batch.body[last]);
-  };
+    },
+    unencodable(batch, err) {
+      // it should not happen: the batch is dropped, counted
+      counters.dropped_batches++;
+      log.error({ remote: `${cfg.host}:${cfg.port}`, error: errorMessage(err), entries: batch.count }, 'Chain batch could not be compressed, dropped');
+    },
+    split: halves,
+    finished(batch) {
+      readyBytes -= batch.bytes;
+      for (const ticket of batch.tickets) settle(ticket);
+      waiters.wake(closing);
+    },
+  });
+
+  // The batch being filled, then closed batches waiting to be sent, and up to max_in_flight out.
+  const builder = new BatchBuilder<WireItem>({
+    maxCount: cfg.max_batch_count,
+    maxBytes: cfg.max_batch_bytes,
+    flushMs: cfg.flush_interval_ms,
+    close(items, bytes) {
+      const entries = ctx.deadLetter ? items.map((item) => item.entry) : undefined;
+      readyBytes += bytes;
+      poster.push({ body: bodyOf(items), bytes, count: items.length, tickets: items.map((item) => item.ticket), ...(entries ? { entries } : {}) });
+    },
+  });
+  let closing = false;
+  const held = () => poster.held() + builder.length;
+  const heldBytes = () => readyBytes + builder.bytes;
+  const waiters = new HeldWaiters(held, cfg.buffer_size, heldBytes, cfg.buffer_max_bytes);
 
   // Node reports: one request at a time to `<path>/report`, the reports as NDJSON; a set given
   // while one is out waits, and a newer set replaces it (counted). Never retried: the next comes.
@@ -319,9 +224,6 @@ export const createHttpChainSink: SinkFactory = (plugin, ctx): Sink => {
   let reportWaiting: readonly NodeReport[] | undefined;
   const postReports = (reports: readonly NodeReport[]) => {
     reportOut = true;
-    agent ??= tlsOptions
-      ? new HttpsAgent({ ...tlsOptions, keepAlive: true, maxSockets: MAX_IN_FLIGHT, timeout: 30_000 })
-      : new HttpAgent({ keepAlive: true, maxSockets: MAX_IN_FLIGHT, timeout: 30_000 });
     const body = Buffer.from(reports.map((r) => JSON.stringify(r)).join('\n'));
     let over = false;
     const finish = (ok: boolean) => {
@@ -334,14 +236,7 @@ export const createHttpChainSink: SinkFactory = (plugin, ctx): Sink => {
       reportWaiting = undefined;
       if (next && !closing) postReports(next);
     };
-    const req = request({
-      host: cfg.host,
-      port: cfg.port,
-      path: reportPath(cfg.path),
-      method: 'POST',
-      agent,
-      headers: { ...headers, 'Content-Length': body.length },
-    });
+    const req = poster.request(reportPath(cfg.path), { 'Content-Length': body.length });
     req.setTimeout(cfg.request_timeout_ms, () => req.destroy(new Error('report request timed out')));
     req.on('error', () => finish(false));
     req.on('response', (res) => {
@@ -362,28 +257,16 @@ export const createHttpChainSink: SinkFactory = (plugin, ctx): Sink => {
     settles: true,
     carriesIds: true,
     sendsWire: true,
-    linkUp: () => !failing,
-    linkDown: () => down,
+    linkUp: () => !poster.failing(),
+    linkDown: () => poster.down(),
     open() {
       // dial at start (DESIGN.md §25): an empty batch, which the source answers 204 (0 accepted)
       if (ctx.checkOnly) return Promise.resolve();
-      probe = startProbe({
-        request: () => request({ host: cfg.host, port: cfg.port, path: cfg.path, method: 'POST', agent: agentOf(), headers: { ...headers, 'Content-Length': 0 } }),
-        timeoutMs: cfg.request_timeout_ms,
-        backoff: chainBackoff(cfg),
-        log,
-        remote: `${cfg.host}:${cfg.port}`,
+      poster.probe({
         line: 'Chain link cannot connect, retrying',
         counters,
-        onAnswer: (status, resHeaders) => {
-          down = false;
-          if (status >= 200 && status < 300) link.succeeded({ status });
-          else link.failed({ status });
+        answered: (status, resHeaders) => {
           if (status >= 200 && status < 300) onNoContent({ headers: resHeaders });
-        },
-        onFailure: (error) => {
-          down = true;
-          if (!closing) link.failed({ error });
         },
       });
       return Promise.resolve();
@@ -391,18 +274,10 @@ export const createHttpChainSink: SinkFactory = (plugin, ctx): Sink => {
     write(batch) {
       const items = wireItems(batch);
       counters.synthesized += encodeWire(items, 0, items.length, Date.now(), ctx.pipeline);
-      for (const item of items) {
-        // Close the batch before this line would take it past the byte cap.
-        const bytes = item.wireEnd - item.wireAt;
-        if (building.length > 0 && buildingBytes + bytes > cfg.max_batch_bytes) closeBatch();
-        building.push(item);
-        buildingBytes += bytes;
-        if (building.length >= cfg.max_batch_count || buildingBytes >= cfg.max_batch_bytes) closeBatch();
-      }
+      for (const item of items) builder.add(item, item.wireEnd - item.wireAt);
       // an idle link sends at once (latency); while a request is out, the batch fills until its
       // count, bytes or flush_interval_ms
-      if (building.length > 0 && inFlight < MAX_IN_FLIGHT && !retryTimer && ready.length === 0) closeBatch();
-      else if (building.length > 0 && !flushTimer) flushTimer = setTimeout(closeBatch, cfg.flush_interval_ms);
+      builder.settle(poster.hasRoom());
       return waiters.whenRoom(closing);
     },
     report(reports) {
@@ -418,17 +293,15 @@ export const createHttpChainSink: SinkFactory = (plugin, ctx): Sink => {
     heldBytes,
     async close(deadline) {
       closing = true;
+      poster.closing();
       if (reportWaiting) counters.reports_dropped += reportWaiting.length;
       reportWaiting = undefined;
-      probe?.stop();
-      closeBatch();
+      builder.close();
       waiters.wake(closing);
       if (held() > 0 && !ctx.checkOnly) await waiters.emptyBy(deadline);
-      clearTimeout(retryTimer);
-      retryTimer = undefined;
-      clearTimeout(flushTimer);
+      builder.stop();
       link.close();
-      agent?.destroy();
+      poster.close();
     },
   };
 };

@@ -17,6 +17,7 @@ import { PluginError } from '../core/errors.js';
 import type { OnFull } from '../core/queue.js';
 import { sinkQueueFields } from '../core/plugin-config.js';
 import type { PluginSpec } from '../config/spec.js';
+import { BatchBuilder } from '../net/batch-builder.js';
 import { type NatsConfig, natsBackoff, natsConfig, natsConnectOptions, natsFields, NatsLink } from '../nats/connection.js';
 import type { Sink, SinkFactory, SinkItem } from './types.js';
 
@@ -89,12 +90,23 @@ export const createNatsSink: SinkFactory = (plugin, ctx): Sink => {
   const retries: Publish[] = [];
   /** entries in `queued` and `retries` */
   let waitingEntries = 0;
-  /** the batch being filled */
-  let building: WireItem[] = [];
-  let buildingBytes = 0;
-  let flushTimer: NodeJS.Timeout | undefined;
+  /** the batch being filled; a closed one becomes a message waiting to be published */
+  const builder = new BatchBuilder<WireItem>({
+    maxCount: cfg.max_batch_count,
+    maxBytes: cfg.max_batch_bytes,
+    flushMs: cfg.flush_interval_ms,
+    close(items) {
+      const first = items[0]!.entry.id;
+      queued.push({ items, data: messageOf(items), msgId: first === undefined ? undefined : `${first}+${items.length}`, sentAt: 0 });
+      waitingEntries += items.length;
+    },
+    flushed() {
+      publishSome();
+      update();
+    },
+  });
   /** entries not published yet: write() waits while a batch's worth of them waits */
-  const unpublished = () => building.length + waitingEntries;
+  const unpublished = () => builder.length + waitingEntries;
   const held = () => unpublished() + inflightEntries;
   /** no batch out or waiting: what fills the next one goes at once */
   const idle = () => inflight.size === 0 && queued.length === 0 && retries.length === 0;
@@ -119,18 +131,6 @@ export const createNatsSink: SinkFactory = (plugin, ctx): Sink => {
     counters.unacked = held();
     room.wake(closing);
     drained.wake(closing);
-  };
-
-  /** The batch being filled becomes a message waiting to be published. */
-  const closeBatch = () => {
-    clearTimeout(flushTimer);
-    flushTimer = undefined;
-    if (building.length === 0) return;
-    const first = building[0]!.entry.id;
-    queued.push({ items: building, data: messageOf(building), msgId: first === undefined ? undefined : `${first}+${building.length}`, sentAt: 0 });
-    waitingEntries += building.length;
-    building = [];
-    buildingBytes = 0;
   };
 
   /** Publishes what waits, retries first, while fewer than max_pending batches await their ack. */
@@ -197,7 +197,7 @@ export const createNatsSink: SinkFactory = (plugin, ctx): Sink => {
       retryBackoff.reset();
       for (const item of pub.items) settle(item.ticket);
       // the link is idle: what fills the next batch goes now, not flush_interval_ms after it began
-      if (idle()) closeBatch();
+      if (idle()) builder.close();
     } else {
       retryLater(t, pub);
       const code = msg.headers?.code ?? 0;
@@ -271,25 +271,10 @@ export const createNatsSink: SinkFactory = (plugin, ctx): Sink => {
       // the chain lines, written straight into bytes (shared with the pipeline's chain sinks)
       const items = wireItems(batch);
       encodeWire(items, 0, items.length, Date.now(), ctx.pipeline);
-      for (const item of items) {
-        // a line that would take the batch past its byte cap starts the next one
-        const bytes = item.wireEnd - item.wireAt;
-        if (building.length > 0 && buildingBytes + bytes > cfg.max_batch_bytes) closeBatch();
-        building.push(item);
-        buildingBytes += bytes;
-        if (building.length >= cfg.max_batch_count || buildingBytes >= cfg.max_batch_bytes) closeBatch();
-      }
+      for (const item of items) builder.add(item, item.wireEnd - item.wireAt);
       // an idle link publishes at once (as http_chain does); while batches await their
       // acknowledgement, the next one fills until its count, bytes or flush_interval_ms
-      if (building.length > 0 && idle() && link.up) closeBatch();
-      if (building.length > 0 && flushTimer === undefined && !ctx.checkOnly) {
-        flushTimer = setTimeout(() => {
-          flushTimer = undefined;
-          closeBatch();
-          publishSome();
-          update();
-        }, cfg.flush_interval_ms);
-      }
+      builder.settle(idle() && link.up, !ctx.checkOnly);
       publishSome();
       counters.unacked = held();
       return room.whenRoom(closing);
@@ -297,12 +282,12 @@ export const createNatsSink: SinkFactory = (plugin, ctx): Sink => {
     held,
     async close(deadline) {
       closing = true;
-      closeBatch();
+      builder.close();
       publishSome();
       update();
       if (held() > 0 && !ctx.checkOnly) await drained.emptyBy(deadline);
       clearTimeout(retryTimer);
-      clearTimeout(flushTimer);
+      builder.stop();
       clearInterval(sweepTimer);
       retryTimer = undefined;
       sub?.unsubscribe();

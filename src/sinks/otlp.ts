@@ -1,11 +1,10 @@
 // `otlp` sink: OTLP/HTTP logs exporter (DESIGN.md §20). Entries become LogRecords grouped by
 // resource and scope, in batches closed at max_batch_count, max_batch_bytes or flush_interval_ms
-// after a batch's first entry; POSTed (gzip and protobuf by default) over a keep-alive agent,
-// up to max_in_flight at once. 429, 502, 503, 504, timeouts and network errors are retried
-// while the batch is held (Retry-After honoured); 413 splits the batch; other statuses drop it.
+// after a batch's first entry; POSTed (gzip and protobuf by default) by the batch poster
+// (net/batch-poster.ts), up to max_in_flight at once. 429, 502, 503, 504, timeouts and network
+// errors are retried while the batch is held (Retry-After honoured); 413 splits the batch; other
+// statuses drop it.
 
-import { Agent as HttpAgent, type IncomingMessage, request as httpRequest } from 'node:http';
-import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { promisify } from 'node:util';
 import { gzip } from 'node:zlib';
 import { HeldWaiters } from '../net/held-waiters.js';
@@ -13,12 +12,13 @@ import { createRequestLinkState } from '../net/link-state.js';
 import { type Fields, isPlainObject, type PluginSpec, type Spec } from '../config/spec.js';
 import { settle, type Ticket } from '../core/ack.js';
 import type { Entry } from '../core/entry.js';
-import { Backoff } from '../core/backoff.js';
 import { errorMessage, PluginError } from '../core/errors.js';
 import { pluginConfig, sinkQueueFields } from '../core/plugin-config.js';
 import type { OnFull } from '../core/queue.js';
+import type { SinkItem } from '../core/sink-item.js';
 import { VERSION } from '../core/version.js';
-import { startProbe } from '../net/http-probe.js';
+import { BatchBuilder } from '../net/batch-builder.js';
+import { createBatchPoster } from '../net/batch-poster.js';
 import { clientTlsOptions, TLS_FIELDS, type TlsConfig } from '../net/tls.js';
 import { encodeRequest } from '../otlp/encode.js';
 import { encodeJsonRequest } from '../otlp/json.js';
@@ -85,13 +85,12 @@ export const OTLP_SINK: PluginSpec = {
   },
 };
 
-/** Most bytes of a response body read (partial_success, or the start of an error for the log). */
-const MAX_RESPONSE_BYTES = 64 * 1024;
-
 const gzipAsync = promisify(gzip);
 
 interface Batch {
   readonly placed: Placed[];
+  /** entries in it */
+  readonly count: number;
   readonly tickets: (Ticket | undefined)[];
   /** the entries, kept only when the sink has a dead letter sink to hand them to */
   readonly entries?: Entry[];
@@ -101,15 +100,6 @@ interface Batch {
 
 /** Statuses an OTLP exporter retries (opentelemetry-proto docs/specification.md). */
 const isRetryable = (status: number) => status === 429 || status === 502 || status === 503 || status === 504;
-
-/** Retry-After as ms (delta seconds or an HTTP date); undefined when absent or unreadable. */
-export function retryAfterMs(value: string | undefined, now = Date.now()): number | undefined {
-  if (!value) return undefined;
-  const s = Number(value);
-  if (Number.isFinite(s)) return Math.max(0, s * 1000);
-  const t = Date.parse(value);
-  return Number.isNaN(t) ? undefined : Math.max(0, t - now);
-}
 
 function sinkConfig(plugin: Parameters<SinkFactory>[0]): { cfg: OtlpSinkConfig; url: URL; headers: Record<string, string> } {
   const cfg = pluginConfig<OtlpSinkConfig>('sink', plugin, OTLP_SINK.fields);
@@ -143,7 +133,6 @@ export const createOtlpSink: SinkFactory = (plugin, ctx): Sink => {
   const host = url.hostname.replace(/^\[|\]$/g, '');
   const tlsOptions = https ? clientTlsOptions('sink', plugin.id, { ...cfg.tls, enabled: true }, host) : undefined;
   const remote = url.host;
-  const backoff = new Backoff({ min_ms: cfg.backoff_min_ms, max_ms: cfg.backoff_max_ms, jitter: 0.2 });
   const counters = { connected: 0, batches_sent: 0, retries: 0, dropped_batches: 0 };
   const log = ctx.log;
   const link = createRequestLinkState(counters, log, remote, 'OTLP export', cfg.backoff_max_ms);
@@ -153,42 +142,8 @@ export const createOtlpSink: SinkFactory = (plugin, ctx): Sink => {
     'Content-Type': mediaType(cfg.encoding),
     ...(cfg.compression === 'gzip' ? { 'Content-Encoding': 'gzip' } : {}),
   };
-  const request = https ? httpsRequest : httpRequest;
   const path = `${url.pathname}${url.search}`;
   const port = url.port ? Number(url.port) : https ? 443 : 80;
-  let agent: HttpAgent | undefined;
-
-  let building: Placed[] = [];
-  let buildingTickets: (Ticket | undefined)[] = [];
-  let buildingEntries: Entry[] = [];
-  let buildingBytes = 0;
-  let flushTimer: NodeJS.Timeout | undefined;
-  const ready: Batch[] = [];
-  let readyEntries = 0;
-  let inFlight = 0;
-  let retryTimer: NodeJS.Timeout | undefined;
-  let outageLogged = false;
-  let failing = false;
-  let closing = false;
-  /** the last request found no peer (a network error): `on_full = "auto"` drops meanwhile */
-  let down = false;
-
-  const held = () => readyEntries + building.length;
-  // a window of max_in_flight full batches may be out while the next fills
-  const waiters = new HeldWaiters(held, Math.max(cfg.buffer_size, cfg.max_batch_count * (cfg.max_in_flight + 1)));
-
-  const closeBatch = () => {
-    clearTimeout(flushTimer);
-    flushTimer = undefined;
-    if (building.length === 0) return;
-    ready.push({ placed: building, tickets: buildingTickets, ...(ctx.deadLetter ? { entries: buildingEntries } : {}) });
-    readyEntries += building.length;
-    building = [];
-    buildingTickets = [];
-    buildingEntries = [];
-    buildingBytes = 0;
-    send();
-  };
 
   /**
    * The batch's entries go to the dead letter sink instead of being dropped; false when the sink
@@ -204,38 +159,7 @@ export const createOtlpSink: SinkFactory = (plugin, ctx): Sink => {
     return true;
   };
 
-  /** The batch is over: delivered, or dropped with `dropped` entries counted. */
-  const finished = (batch: Batch) => {
-    readyEntries -= batch.placed.length;
-    for (const ticket of batch.tickets) settle(ticket);
-    waiters.wake(closing);
-  };
-
-  const retry = (batch: Batch, reason: string, retryAfter: number | undefined) => {
-    ready.unshift(batch);
-    failing = true;
-    counters.retries++;
-    const fields = { remote, error: reason, held: held() };
-    if (!outageLogged && !closing) {
-      outageLogged = true;
-      log.warn(fields, 'OTLP export failed, retrying');
-    } else {
-      log.debug(fields, 'OTLP export attempt failed');
-    }
-    if (retryTimer) return;
-    const base = backoff.next();
-    // never sooner than Retry-After; its jitter only adds
-    const delay = retryAfter === undefined ? base : Math.max(base, Math.round(retryAfter * (1 + 0.2 * Math.random())));
-    retryTimer = setTimeout(() => {
-      retryTimer = undefined;
-      send();
-    }, Math.min(delay, 2_147_483_647));
-  };
-
-  const send = () => {
-    while (inFlight < cfg.max_in_flight && !retryTimer && ready.length > 0 && !ctx.checkOnly) void post(ready.shift()!);
-  };
-
+  /** The encoded (and compressed) body, made once and kept for the retries. */
   const encode = async (batch: Batch): Promise<Buffer> => {
     if (batch.body) return batch.body;
     const req = groupPlaced(batch.placed);
@@ -244,94 +168,80 @@ export const createOtlpSink: SinkFactory = (plugin, ctx): Sink => {
     return batch.body;
   };
 
-  const answered = (batch: Batch, status: number, res: IncomingMessage, body: Buffer) => {
-    if (status >= 200 && status < 300) {
-      counters.batches_sent++;
-      failing = false;
-      backoff.reset();
-      outageLogged = false;
+  /** A batch of `placed` and their items' tickets (and entries, for a dead letter sink). */
+  const batchOf = (placed: Placed[], tickets: (Ticket | undefined)[], entries: Entry[] | undefined): Batch => ({
+    placed,
+    count: placed.length,
+    tickets,
+    ...(entries ? { entries } : {}),
+  });
+
+  const poster = createBatchPoster<Batch>({
+    target: { host, port, path, tls: tlsOptions, remote },
+    headers,
+    cfg,
+    ctx,
+    counters,
+    link,
+    // a longer Retry-After than backoff_max_ms is still honoured
+    retryAfterCapMs: Number.POSITIVE_INFINITY,
+    isRetryable,
+    lines: { retrying: 'OTLP export failed, retrying', attemptFailed: 'OTLP export attempt failed' },
+    body: async (batch) => {
+      const body = await encode(batch);
+      return { chunks: [body], bytes: body.length };
+    },
+    accepted(batch, res, body) {
       const partial = decodeExportResponse(body, encodingOf(res.headers['content-type']) ?? cfg.encoding);
       if (partial.rejected > 0) {
-        const rejected = Math.min(partial.rejected, batch.placed.length);
+        const rejected = Math.min(partial.rejected, batch.count);
         // OTLP says how many records were refused, not which: with a dead letter sink the whole
         // request goes there (the taken ones too), so none of the refused is lost
-        if (!deadLettered(batch, 'partial_success', status)) counters.dropped_batches += rejected;
-        log.warn({ remote, rejected, error_message: partial.errorMessage, entries: batch.placed.length }, 'OTLP records rejected');
+        if (!deadLettered(batch, 'partial_success', res.statusCode)) counters.dropped_batches += rejected;
+        log.warn({ remote, rejected, error_message: partial.errorMessage, entries: batch.count }, 'OTLP records rejected');
       }
-      finished(batch);
-    } else if (isRetryable(status)) {
-      retry(batch, `HTTP ${status}`, retryAfterMs(res.headers['retry-after']));
-    } else if (status === 413 && batch.placed.length > 1) {
-      // two halves, first in line, in order
-      const half = batch.placed.length >> 1;
-      const entries = batch.entries;
-      ready.unshift(
-        { placed: batch.placed.slice(0, half), tickets: batch.tickets.slice(0, half), ...(entries ? { entries: entries.slice(0, half) } : {}) },
-        { placed: batch.placed.slice(half), tickets: batch.tickets.slice(half), ...(entries ? { entries: entries.slice(half) } : {}) },
-      );
-      log.debug({ remote, entries: batch.placed.length }, 'OTLP batch too large, split in two');
-    } else {
-      if (!deadLettered(batch, 'rejected', status)) counters.dropped_batches += batch.placed.length;
-      log.error({ remote, status, response: body.toString('utf8', 0, Math.min(body.length, 200)), entries: batch.placed.length }, 'OTLP export rejected');
-      finished(batch);
-    }
-  };
-
-  const agentOf = (): HttpAgent =>
-    (agent ??= tlsOptions
-      ? new HttpsAgent({ ...tlsOptions, keepAlive: true, maxSockets: cfg.max_in_flight, timeout: 30_000 })
-      : new HttpAgent({ keepAlive: true, maxSockets: cfg.max_in_flight, timeout: 30_000 }));
-  let probe: { stop(): void } | undefined;
-
-  const post = async (batch: Batch) => {
-    inFlight++;
-    let body: Buffer;
-    try {
-      body = await encode(batch);
-    } catch (err) {
+    },
+    refused(batch, status, body) {
+      if (!deadLettered(batch, 'rejected', status)) counters.dropped_batches += batch.count;
+      log.error({ remote, status, response: body.toString('utf8', 0, Math.min(body.length, 200)), entries: batch.count }, 'OTLP export rejected');
+    },
+    unencodable(batch, err) {
       // an entry that cannot be encoded (it should not happen): the batch is dropped, counted
-      inFlight--;
-      if (!deadLettered(batch, 'unencodable')) counters.dropped_batches += batch.placed.length;
-      log.error({ remote, error: errorMessage(err), entries: batch.placed.length }, 'OTLP export rejected');
-      finished(batch);
-      send();
-      return;
-    }
-    agentOf();
-    let settled = false;
-    const conclude = (fn: () => void) => {
-      if (settled) return;
-      settled = true;
-      inFlight--;
-      fn();
-      send();
-    };
-    const req = request({ host, port, path, method: 'POST', agent, headers: { ...headers, 'Content-Length': body.length } });
-    req.setTimeout(cfg.request_timeout_ms, () => req.destroy(new Error(`no answer within request_timeout_ms (${cfg.request_timeout_ms} ms)`)));
-    req.on('error', (err) => {
-      if (!closing) {
-        link.failed({ error: errorMessage(err) });
-        down = true;
-      }
-      conclude(() => retry(batch, errorMessage(err), undefined));
-    });
-    req.on('response', (res) => {
-      const status = res.statusCode ?? 0;
-      down = false;
-      // up only on success; a retried status counts toward down, other refusals drop their batch
-      if (status >= 200 && status < 300) link.succeeded({ status });
-      else if (isRetryable(status)) link.failed({ status });
-      const chunks: Buffer[] = [];
-      let size = 0;
-      res.on('data', (chunk: Buffer) => {
-        if (size < MAX_RESPONSE_BYTES) chunks.push(chunk);
-        size += chunk.length;
-      });
-      res.on('end', () => conclude(() => answered(batch, status, res, Buffer.concat(chunks))));
-      res.on('error', (err) => conclude(() => retry(batch, errorMessage(err), undefined)));
-    });
-    req.end(body);
-  };
+      if (!deadLettered(batch, 'unencodable')) counters.dropped_batches += batch.count;
+      log.error({ remote, error: errorMessage(err), entries: batch.count }, 'OTLP export rejected');
+    },
+    split(batch) {
+      if (batch.count < 2) return undefined;
+      const half = batch.count >> 1;
+      const entries = batch.entries;
+      return [
+        batchOf(batch.placed.slice(0, half), batch.tickets.slice(0, half), entries?.slice(0, half)),
+        batchOf(batch.placed.slice(half), batch.tickets.slice(half), entries?.slice(half)),
+      ];
+    },
+    finished(batch) {
+      for (const ticket of batch.tickets) settle(ticket);
+      waiters.wake(closing);
+    },
+  });
+
+  // entries are placed (resource, scope, record) as they are written, their observed time then;
+  // `building` holds the records of the batch being filled, in step with the builder's items
+  let building: Placed[] = [];
+  const builder = new BatchBuilder<SinkItem>({
+    maxCount: cfg.max_batch_count,
+    maxBytes: cfg.max_batch_bytes,
+    flushMs: cfg.flush_interval_ms,
+    close(items) {
+      const placed = building;
+      building = [];
+      poster.push(batchOf(placed, items.map((item) => item.ticket), ctx.deadLetter ? items.map((item) => item.entry) : undefined));
+    },
+  });
+  let closing = false;
+  const held = () => poster.held() + builder.length;
+  // a window of max_in_flight full batches may be out while the next fills
+  const waiters = new HeldWaiters(held, Math.max(cfg.buffer_size, cfg.max_batch_count * (cfg.max_in_flight + 1)));
 
   return {
     id: plugin.id,
@@ -342,61 +252,39 @@ export const createOtlpSink: SinkFactory = (plugin, ctx): Sink => {
     onFull: cfg.on_full,
     settles: true,
     carriesIds: true,
-    linkUp: () => !failing,
-    linkDown: () => down,
+    linkUp: () => !poster.failing(),
+    linkDown: () => poster.down(),
     async open() {
       // dial at start (DESIGN.md §25): an export request with no records, which a receiver answers
       if (ctx.checkOnly) return;
-      const body = await encode({ placed: [], tickets: [] });
-      probe = startProbe({
-        request: () => request({ host, port, path, method: 'POST', agent: agentOf(), headers: { ...headers, 'Content-Length': body.length } }),
-        body,
-        timeoutMs: cfg.request_timeout_ms,
-        backoff: new Backoff({ min_ms: cfg.backoff_min_ms, max_ms: cfg.backoff_max_ms, jitter: 0.2 }),
-        log,
-        remote,
-        line: 'OTLP export cannot connect, retrying',
-        onAnswer: (status) => {
-          down = false;
-          if (status >= 200 && status < 300) link.succeeded({ status });
-          else link.failed({ status });
-        },
-        onFailure: (error) => {
-          down = true;
-          if (!closing) link.failed({ error });
-        },
-      });
+      const body = await encode(batchOf([], [], undefined));
+      poster.probe({ body, line: 'OTLP export cannot connect, retrying' });
     },
     write(items) {
       const now = Date.now();
       for (const item of items) {
-        const p = placeEntry(item.entry, ctx.node, now);
         const bytes = 64 + approxSize(item.entry.message) + (item.entry.fields ? approxSize(item.entry.fields) : 0);
-        if (building.length > 0 && buildingBytes + bytes > cfg.max_batch_bytes) closeBatch();
-        building.push(p);
-        buildingTickets.push(item.ticket);
-        if (ctx.deadLetter) buildingEntries.push(item.entry);
-        buildingBytes += bytes;
-        if (building.length >= cfg.max_batch_count || buildingBytes >= cfg.max_batch_bytes) closeBatch();
+        // the batch closes before a record that would take it past max_batch_bytes, so that the
+        // record goes with the next one
+        if (builder.length > 0 && builder.bytes + bytes > cfg.max_batch_bytes) builder.close();
+        building.push(placeEntry(item.entry, ctx.node, now));
+        builder.add(item, bytes);
       }
       // an idle exporter sends at once; while requests are out, the batch fills until its count,
       // bytes or flush_interval_ms
-      if (building.length > 0 && inFlight === 0 && !retryTimer && ready.length === 0) closeBatch();
-      else if (building.length > 0 && !flushTimer) flushTimer = setTimeout(closeBatch, cfg.flush_interval_ms);
+      builder.settle(poster.idle());
       return waiters.whenRoom(closing);
     },
     held,
     async close(deadline) {
       closing = true;
-      probe?.stop();
-      closeBatch();
+      poster.closing();
+      builder.close();
       waiters.wake(closing);
       if (held() > 0 && !ctx.checkOnly) await waiters.emptyBy(deadline);
-      clearTimeout(retryTimer);
-      retryTimer = undefined;
-      clearTimeout(flushTimer);
+      builder.stop();
       link.close();
-      agent?.destroy();
+      poster.close();
     },
   };
 };

@@ -4,42 +4,19 @@
 // pipeline is saturated or too many bodies are being received at once.
 
 import { StringDecoder } from 'node:string_decoder';
-import type { IncomingMessage, Server, ServerResponse } from 'node:http';
-import type { Socket } from 'node:net';
-import type { TLSSocket } from 'node:tls';
-import { HEADER_ACCEPT_ENCODING, HEADER_ACCEPTED, HEADER_NODE, HEADER_PROTOCOL, LineSplitter, PROTOCOL_VERSION, reportPath, RETRY_AFTER_S } from '../chain/protocol.js';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { HEADER_ACCEPT_ENCODING, HEADER_ACCEPTED, HEADER_NODE, HEADER_PROTOCOL, LineSplitter, PROTOCOL_VERSION, reportPath } from '../chain/protocol.js';
 import { decodeEntry, trailingIdOf } from '../core/entry-line.js';
 import { reportSourceCounters, takeReport } from '../chain/reports.js';
 import { parseJsonText } from '../core/entry.js';
 import { CHAIN_SOURCE_BUFFER_SIZE, type ChainSourceConfig, chainSourceConfig, chainSourceFields } from '../net/source-config.js';
 import type { PluginSpec } from '../config/spec.js';
-import { doneBy } from '../core/ack.js';
 import type { Entry } from '../core/entry.js';
-import { type BodyFault, INFLATABLE, inflateLimited, readLimitedChunks } from '../net/http-body.js';
-import { closeHttpListener, createHttpListener } from '../net/http-server.js';
-import { bind, countHandshakeErrors } from '../net/listener.js';
-import { closeSession, openSession, type Session } from '../net/session.js';
-import { serverSecurity } from '../net/tls.js';
+import { type BodyFault, INFLATABLE, inflateLimited } from '../net/http-body.js';
+import { createHttpIngest, type HttpIngestConfig, type IngestPeer } from '../net/http-ingest.js';
 import type { Source, SourceFactory } from './types.js';
 
-interface HttpChainSourceConfig extends ChainSourceConfig {
-  readonly path: string;
-  readonly max_body_bytes: number;
-  /** time allowed to receive a whole request, ms; 0 = none */
-  readonly read_timeout_ms: number;
-}
-
-interface Peer {
-  readonly session: Session;
-  /** false when the client's identity is not allowed */
-  readonly allowed: boolean;
-}
-
-/**
- * Body bytes all requests under way may hold together, in `max_body_bytes`: past it a request is
- * answered 503 (Retry-After), so many slow or concurrent uploads cannot grow memory without bound.
- */
-const BODIES_IN_MEMORY = 4;
+type HttpChainSourceConfig = ChainSourceConfig & HttpIngestConfig;
 
 const json = (res: ServerResponse, status: number, body: object, headers: Record<string, string> = {}) => {
   const text = JSON.stringify(body);
@@ -57,6 +34,7 @@ export const HTTP_CHAIN_SOURCE: PluginSpec = {
     max_body_bytes: { t: 'number', def: 8388608, int: true, min: 1, doc: 'a larger request body is answered 413' },
     buffer_size: CHAIN_SOURCE_BUFFER_SIZE,
     read_timeout_ms: { t: 'number', def: 30000, int: true, min: 0, doc: 'time allowed to receive a whole request; 0 = none' },
+    max_connections: { t: 'number', def: 0, int: true, min: 0, unit: 'connections', doc: 'connections beyond this are refused (`rejected_conns`); 0 = unlimited' },
   }),
 };
 
@@ -67,6 +45,7 @@ export const createHttpChainSource: SourceFactory = (plugin, ctx): Source => {
     dropped_entries: 0,
     total_requests: 0,
     active_connections: 0,
+    rejected_conns: 0,
     parse_errors: 0,
     tls_handshake_errors: 0,
     auth_rejected: 0,
@@ -75,53 +54,32 @@ export const createHttpChainSource: SourceFactory = (plugin, ctx): Source => {
     bytes_received: 0,
   };
   const reportsAt = reportPath(cfg.path);
-  const { tlsOptions, authorize } = serverSecurity('source', plugin.id, cfg, ctx, counters);
-  const peers = new WeakMap<Socket, Peer>();
-  let server: Server | undefined;
-  let started = false;
-  let paused = false;
-  let stopping = false;
-  const bodies = { held: 0, bound: cfg.max_body_bytes * BODIES_IN_MEMORY };
-  const busy = (res: ServerResponse) => json(res, 503, { error: stopping ? 'shutting down' : 'busy' }, { 'Retry-After': String(RETRY_AFTER_S) });
+  const reply = (res: ServerResponse, status: number, message: string, headers?: Record<string, string>) => json(res, status, { error: message }, headers);
+  const http = createHttpIngest({
+    id: plugin.id,
+    cfg,
+    ctx,
+    counters,
+    reply,
+    messages: { forbidden: 'forbidden', notFound: 'not found', notPost: () => 'method not allowed', busy: () => 'busy' },
+    otherPath: (req, res, peer, path) => {
+      if (path !== reportsAt || req.method !== 'POST' || headerValue(req.headers[HEADER_PROTOCOL]) !== String(PROTOCOL_VERSION) || http.stopping) return false;
+      takeReports(req, res, peer);
+      return true;
+    },
+    onPost: (req, res, peer) => onPost(req, res, peer),
+  });
 
-  const onConnection = (socket: Socket, tls: boolean) => {
-    let identity: string | undefined;
-    let allowed = true;
-    if (tls) {
-      const verdict = authorize(socket as TLSSocket);
-      allowed = verdict.ok;
-      if (verdict.ok) identity = verdict.identity;
-    }
-    const session = openSession(socket, tls, ctx.log, identity);
-    peers.set(socket, { session, allowed });
-    counters.active_connections++;
-    socket.once('close', () => {
-      counters.active_connections--;
-      closeSession(session, ctx.log);
-    });
-  };
-
-  /** requests whose entries are not all done yet; a stopping source waits for them */
-  let answering = 0;
-  let drained: (() => void) | undefined;
-
-  const ingest = (req: IncomingMessage, res: ServerResponse, peer: Peer | undefined, body: readonly Buffer[]) => {
+  const ingest = (req: IncomingMessage, res: ServerResponse, peer: IngestPeer | undefined, body: readonly Buffer[]) => {
     const node = peer?.session.auth_identity ?? (headerValue(req.headers[HEADER_NODE]) || undefined);
     const now = Date.now();
     let accepted = 0;
-    // the 204 goes out once every batch of the body is done (DESIGN.md §15); +1 holds it until
-    // the whole body was emitted
-    let owed = 1;
-    answering++;
-    const batchDone = () => {
-      if (--owed > 0) return;
-      answering--;
-      if (!res.destroyed) {
-        res.writeHead(204, { [HEADER_ACCEPTED]: String(accepted), [HEADER_ACCEPT_ENCODING]: ACCEPT_ENCODING });
-        res.end();
-      }
-      if (answering === 0) drained?.();
-    };
+    // the 204 goes out once every batch of the body is done (DESIGN.md §15)
+    const hold = http.hold(() => {
+      if (res.destroyed) return;
+      res.writeHead(204, { [HEADER_ACCEPTED]: String(accepted), [HEADER_ACCEPT_ENCODING]: ACCEPT_ENCODING });
+      res.end();
+    });
     let batch: Entry[] = [];
     const { duplicate } = ctx;
     const onLine = (line: string) => {
@@ -144,8 +102,7 @@ export const createHttpChainSource: SourceFactory = (plugin, ctx): Source => {
       if (batch.length >= cfg.buffer_size) {
         accepted += batch.length;
         counters.total_entries += batch.length;
-        owed++;
-        ctx.emit(batch, batchDone);
+        hold.emit(batch);
         batch = [];
       }
     };
@@ -159,103 +116,58 @@ export const createHttpChainSource: SourceFactory = (plugin, ctx): Source => {
     if (batch.length > 0) {
       accepted += batch.length;
       counters.total_entries += batch.length;
-      owed++;
-      ctx.emit(batch, batchDone);
+      hold.emit(batch);
     }
-    batchDone();
+    hold.release();
   };
 
   /** `POST <path>/report`: node reports, one JSON object per line; never entries, answered 204 even while the pipeline is saturated. */
-  const takeReports = (req: IncomingMessage, res: ServerResponse, peer: Peer | undefined) => {
-    readLimitedChunks(req, cfg.max_body_bytes, bodies, (outcome) => {
-      if (outcome === 'too_large') {
-        json(res, 413, { error: `body over max_body_bytes (${cfg.max_body_bytes})` }, { Connection: 'close' });
-      } else if (outcome === 'busy') {
-        busy(res);
-      } else if (outcome !== 'aborted') {
-        const identity = peer?.session.auth_identity;
-        let accepted = 0;
-        let rejected = 0;
-        for (const line of Buffer.concat(outcome).toString('utf8').split('\n')) {
-          if (line.trim() === '') continue;
-          if (takeReport(parseJsonText(line), identity, counters, ctx.report)) accepted++;
-          else rejected++;
-        }
-        // refused (403) only when nothing in it was taken: the sender counts the whole request
-        res.writeHead(rejected > 0 && accepted === 0 ? 403 : 204);
-        res.end();
+  const takeReports = (req: IncomingMessage, res: ServerResponse, peer: IngestPeer | undefined) => {
+    http.readBody(res, req, (chunks) => {
+      const identity = peer?.session.auth_identity;
+      let accepted = 0;
+      let rejected = 0;
+      for (const line of Buffer.concat(chunks).toString('utf8').split('\n')) {
+        if (line.trim() === '') continue;
+        if (takeReport(parseJsonText(line), identity, counters, ctx.report)) accepted++;
+        else rejected++;
       }
+      // refused (403) only when nothing in it was taken: the sender counts the whole request
+      res.writeHead(rejected > 0 && accepted === 0 ? 403 : 204);
+      res.end();
     });
   };
 
-  const handle = (req: IncomingMessage, res: ServerResponse) => {
-    counters.total_requests++;
-    const peer = peers.get(req.socket);
-    const url = req.url ?? '/';
-    const q = url.indexOf('?');
-    const path = q < 0 ? url : url.slice(0, q);
-    if (peer && !peer.allowed) {
-      req.resume();
-      json(res, 403, { error: 'forbidden' }, { Connection: 'close' });
-      return;
-    }
-    if (path === reportsAt && req.method === 'POST' && headerValue(req.headers[HEADER_PROTOCOL]) === String(PROTOCOL_VERSION) && !stopping) {
-      takeReports(req, res, peer);
-      return;
-    }
-    if (path !== cfg.path) {
-      req.resume();
-      json(res, 404, { error: 'not found' });
-      return;
-    }
-    if (req.method !== 'POST') {
-      req.resume();
-      json(res, 405, { error: 'method not allowed' }, { Allow: 'POST' });
-      return;
-    }
+  const onPost = (req: IncomingMessage, res: ServerResponse, peer: IngestPeer | undefined) => {
     const version = headerValue(req.headers[HEADER_PROTOCOL]);
     if (version !== String(PROTOCOL_VERSION)) {
       counters.parse_errors++;
-      req.resume();
-      json(res, 400, { error: version ? `unsupported protocol version ${JSON.stringify(version)}, want 1` : `missing X-Logrelay-Protocol header` });
+      http.refuse(req, res, 400, version ? `unsupported protocol version ${JSON.stringify(version)}, want 1` : `missing X-Logrelay-Protocol header`);
       return;
     }
     // a compressed batch (DESIGN.md §25): gzip, deflate, zstd where the runtime has it; others 415
     const encoding = (headerValue(req.headers['content-encoding']) ?? '').trim().toLowerCase();
     if (encoding !== '' && encoding !== 'identity' && !INFLATABLE.has(encoding)) {
-      req.resume();
-      json(res, 415, { error: `unsupported Content-Encoding ${JSON.stringify(encoding)} (this node takes ${[...INFLATABLE].join(', ')})` });
+      http.refuse(req, res, 415, `unsupported Content-Encoding ${JSON.stringify(encoding)} (this node takes ${[...INFLATABLE].join(', ')})`);
       return;
     }
-    if (stopping || !started || paused || ctx.isSaturated()) {
-      req.resume();
-      busy(res);
-      return;
-    }
-    const tooLarge = () => json(res, 413, { error: `body over max_body_bytes (${cfg.max_body_bytes})` }, { Connection: 'close' });
-    readLimitedChunks(req, cfg.max_body_bytes, bodies, (outcome) => {
-      if (outcome === 'too_large') {
-        tooLarge();
-      } else if (outcome === 'busy') {
-        busy(res);
-      } else if (outcome !== 'aborted') {
-        for (const chunk of outcome) counters.bytes_received += chunk.length;
-        if (encoding === '' || encoding === 'identity') {
-          ingest(req, res, peer, outcome);
-          return;
-        }
-        // inflated with a cap: a bomb stops at max_body_bytes, never inflated whole
-        inflateLimited(outcome.length === 1 ? outcome[0]! : Buffer.concat(outcome), encoding, cfg.max_body_bytes).then(
-          (body) => ingest(req, res, peer, [body]),
-          (err: BodyFault) => {
-            if (err.tooLarge) tooLarge();
-            else {
-              counters.parse_errors++;
-              json(res, 400, { error: `body does not inflate as ${encoding}` });
-            }
-          },
-        );
+    http.receive(req, res, (chunks) => {
+      for (const chunk of chunks) counters.bytes_received += chunk.length;
+      if (encoding === '' || encoding === 'identity') {
+        ingest(req, res, peer, chunks);
+        return;
       }
+      // inflated with a cap: a bomb stops at max_body_bytes, never inflated whole
+      inflateLimited(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks), encoding, cfg.max_body_bytes).then(
+        (body) => ingest(req, res, peer, [body]),
+        (err: BodyFault) => {
+          if (err.tooLarge) http.tooLarge(res);
+          else {
+            counters.parse_errors++;
+            reply(res, 400, `body does not inflate as ${encoding}`);
+          }
+        },
+      );
     });
   };
 
@@ -265,36 +177,11 @@ export const createHttpChainSource: SourceFactory = (plugin, ctx): Source => {
     counters,
     pausable: true,
     acksUpstream: true,
-    async open() {
-      if (ctx.checkOnly) return;
-      const srv = createHttpListener(tlsOptions, { requestTimeoutMs: cfg.read_timeout_ms, keepAliveTimeoutMs: 65_000 }, handle);
-      if (tlsOptions) {
-        srv.on('secureConnection', (s: TLSSocket) => onConnection(s, true));
-        countHandshakeErrors(srv, counters);
-      } else {
-        srv.on('connection', (s: Socket) => onConnection(s, false));
-      }
-      await bind(srv, 'source', plugin.id, cfg.host, cfg.port);
-      server = srv;
-    },
-    start() {
-      started = true;
-    },
-    pause() {
-      paused = true;
-    },
-    resume() {
-      paused = false;
-    },
-    async stop(deadline = Date.now()) {
-      if (stopping) return;
-      stopping = true;
-      const srv = server;
-      if (!srv) return;
-      // Requests under way are answered once their entries are done (the pipeline drains on
-      // meanwhile), until the deadline; then everyone goes.
-      await closeHttpListener(srv, answering > 0 ? () => doneBy(deadline, (wake) => (drained = wake)) : undefined);
-    },
+    open: () => http.open(),
+    start: () => http.start(),
+    pause: () => http.pause(),
+    resume: () => http.resume(),
+    stop: (deadline) => http.stop(deadline),
   };
 };
 

@@ -1,21 +1,25 @@
 // Two real nodes linked by http_chain on 127.0.0.1: complete delivery, recovery from a receiver
-// killed with SIGKILL, and the sink's answer to a peer that refuses (413) or is busy (503).
+// killed with SIGKILL, the sink's answer to a peer that refuses (413) or is busy (503), and the
+// source's max_connections.
 
-import { createServer, type IncomingMessage, type Server } from 'node:http';
+import { createServer, type IncomingMessage, request, type Server } from 'node:http';
+import { connect, type Socket } from 'node:net';
 import test from 'ava';
 import {
   chainReceiverToml,
   chainSenderToml,
   chainSinkToml,
+  chainSourceToml,
   duplicatesIn,
   feed,
   killReceiverMidStream,
   numberOf,
   QUICK_BACKOFF,
+  RECEIVER_HEAD,
   relayAll,
 } from '../helpers/chain.js';
-import { freePort, nodeStarter, type RunningNode, tempDir, waitFor, waitReady } from '../helpers/node.js';
-import { latestStatus } from '../helpers/status.js';
+import { freePort, nodeStarter, type RunningNode, tempDir, waitFor, waitReady, within } from '../helpers/node.js';
+import { latestCounter, latestStatus } from '../helpers/status.js';
 
 const tmp = tempDir('logrelay-http-chain-');
 test.after.always(() => tmp.remove());
@@ -168,4 +172,54 @@ test.serial('a body that arrives in pieces is read line by line across them: a c
     messages,
   );
   t.is(latestStatus(b, 'recv')?.['sources.link.parse_errors'] ?? 0, 0);
+});
+
+/** A raw connection to 127.0.0.1:`port`; resolves once connected, or with undefined when refused. */
+function openSocket(port: number): Promise<Socket | undefined> {
+  return new Promise((resolve) => {
+    const s = connect(port, '127.0.0.1', () => resolve(s));
+    s.on('error', () => resolve(undefined));
+  });
+}
+
+/** POSTs one chain line to the source on `port`: the status. */
+function postLine(port: number, message: string): Promise<number> {
+  const body = `${JSON.stringify({ time: '2026-11-25T10:00:00.000Z', source: 's', message })}\n`;
+  return within(
+    new Promise<number>((resolve, reject) => {
+      const req = request({ host: '127.0.0.1', port, path: '/ingest', method: 'POST', agent: false, headers: { 'x-logrelay-protocol': '1', 'Content-Length': Buffer.byteLength(body) } }, (res) => {
+        res.resume();
+        resolve(res.statusCode ?? 0);
+      });
+      req.on('error', reject);
+      req.end(body);
+    }),
+    10_000,
+    () => new Error('no answer to the POST within 10 s'),
+  );
+}
+
+test.serial('connections beyond max_connections are refused (rejected_conns), as at the otlp source; a freed slot takes the next', async (t) => {
+  t.timeout(60_000);
+  const port = await freePort();
+  const b = start('recv-limited', `${RECEIVER_HEAD}${chainSourceToml('link', 'http_chain', port, 'max_connections = 2\n')}[[pipelines.plugin_sinks]]\ntype = "stdout"\n`, ['--logging.level=debug']);
+  await waitReady(b, 'receiver');
+  const held = [await openSocket(port), await openSocket(port)];
+  t.teardown(() => held.forEach((s) => s?.destroy()));
+  t.truthy(held[0] && held[1], 'the first two connections are taken');
+  await waitFor(() => latestCounter(b, 'recv', 'sources.link.active_connections') === 2, 'two connections held');
+  const third = await openSocket(port);
+  if (third) {
+    // taken by the kernel, closed by the source at once
+    await within(new Promise((resolve) => third.once('close', resolve)), 5000, () => {
+      third.destroy();
+      return new Error('the third connection: still open after 5 s');
+    });
+  }
+  await waitFor(() => (latestCounter(b, 'recv', 'sources.link.rejected_conns') ?? 0) >= 1, 'rejected_conns counted');
+  t.is(latestCounter(b, 'recv', 'sources.link.active_connections'), 2, 'the refused connection never became a session');
+  for (const s of held) s?.destroy();
+  await waitFor(() => latestCounter(b, 'recv', 'sources.link.active_connections') === 0, 'the held connections gone');
+  t.is(await postLine(port, 'after the slot freed'), 204);
+  await waitFor(() => b.out.some((l) => l.includes('after the slot freed')), 'the entry of a freed slot delivered');
 });

@@ -3,7 +3,8 @@
 
 import test from 'ava';
 import { createLogger } from '../../src/core/log.js';
-import { createOtlpSink, OTLP_SINK, retryAfterMs } from '../../src/sinks/otlp.js';
+import { retryAfterMs } from '../../src/net/batch-poster.js';
+import { createOtlpSink, OTLP_SINK } from '../../src/sinks/otlp.js';
 import { createOtlpSource } from '../../src/sources/otlp.js';
 
 const log = createLogger('silent', { write: () => undefined });
