@@ -1,8 +1,8 @@
 // The operator's reference of every configuration key, made from the schema and the plugin
 // registries (one source of truth): docs/configuration.md (`npm run docs`) and `check --explain`.
 
-import { SINK_SPECS } from '../sinks/index.js';
-import { SOURCE_SPECS } from '../sources/index.js';
+import { SINK_SPECS } from '../sinks/specs.js';
+import { SOURCE_SPECS } from '../sources/specs.js';
 import { CONFIG_FIELDS } from './schema.js';
 import type { Fields, PluginSpec, Spec } from './spec.js';
 
