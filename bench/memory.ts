@@ -19,7 +19,7 @@ import { chainSinkToml, chainSourceToml } from '../test/helpers/chain.js';
 import { startFleet } from '../test/helpers/fleet.js';
 import { freePort, type RunningNode, spawnNode, waitReady } from '../test/helpers/node.js';
 import { backlog, fleetProcesses } from './fleet.js';
-import { childPids, peakRss, pssBytes, sleep, statusBytes, until } from './proc.js';
+import { childPids, peakRss, sleep, statusBytes, until } from './proc.js';
 import { rate, runIfMain, textTable } from './report.js';
 
 const IDLE_MS = Number(process.env.BENCH_IDLE_MS ?? 30_000);
@@ -81,7 +81,7 @@ async function idleEdge(): Promise<string[][]> {
     const [p0, w0] = rss();
     await sleep(IDLE_MS - EARLY_MS);
     const [p, w] = rss();
-    const [pp, pw] = [pssBytes(primary), pssBytes(worker)];
+    const [pp, pw] = [statusBytes(primary, 'RssAnon'), statusBytes(worker, 'RssAnon')];
     return [
       [...row('idle edge primary', p, peakRss(primary), p0), mib(pp)],
       [...row('idle edge worker', w, peakRss(worker), w0), mib(pw)],
@@ -117,8 +117,8 @@ export async function main(): Promise<void> {
   const head = ['process', 'idle RSS MiB', 'peak RSS MiB', 'goal MiB'];
   if (ONLY !== 'fleet') {
     console.log(`idle edge: one file pipeline, file → tcp_chain (link up); RSS ${EARLY_MS / 1000} s after start and once idle (${IDLE_MS / 1000} s)${flags}`);
-    console.log(textTable(['process', `RSS at ${EARLY_MS / 1000} s MiB`, 'idle RSS MiB', 'peak RSS MiB', 'goal MiB', 'idle PSS MiB'], await idleEdge()));
-    console.log('PSS: the pages the two share (the node binary, libraries) counted once between them; RSS counts them in each');
+    console.log(textTable(['process', `RSS at ${EARLY_MS / 1000} s MiB`, 'idle RSS MiB', 'peak RSS MiB', 'goal MiB', 'idle RssAnon MiB'], await idleEdge()));
+    console.log("RssAnon: each process's own memory (heap, stacks, buffers), without the pages of the node binary and libraries that RSS counts whole in each");
   }
   if (ONLY !== 'idle') {
     const { rows, eps } = await fleetBacklog();

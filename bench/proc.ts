@@ -18,21 +18,6 @@ export function statusBytes(pid: number | 'self', field: string): number {
   return m ? Number(m[1]) * 1024 : 0;
 }
 
-/**
- * Proportional set size (`Pss` of /proc/<pid>/smaps_rollup), bytes: each page shared with other
- * processes (the node binary's, between a primary and its workers) counted in shares. RSS counts
- * a shared page whole in every process holding it; the Pss of several processes sums to what they
- * take together. 0 if unreadable.
- */
-export function pssBytes(pid: number): number {
-  try {
-    const m = /^Pss:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8'));
-    return m ? Number(m[1]) * 1024 : 0;
-  } catch {
-    return 0;
-  }
-}
-
 /** Peak resident set size (VmHWM), bytes. */
 export function peakRss(pid: number | 'self'): number {
   return statusBytes(pid, 'VmHWM');
