@@ -122,7 +122,7 @@ async function throughput(fleet: Fleet, rate: number, total: number): Promise<st
 }
 
 /** Every process of the fleet by name: each node's primary and its pipeline workers. */
-function fleetProcesses(fleet: Fleet): Map<string, number> {
+export function fleetProcesses(fleet: Fleet): Map<string, number> {
   const out = new Map<string, number>();
   for (const [name, node] of fleet.nodes) {
     out.set(`${name} primary`, node.child.pid!);
@@ -132,7 +132,7 @@ function fleetProcesses(fleet: Fleet): Map<string, number> {
 }
 
 /** A backlog of `total` lines written at once into a file the edge tails: seconds until every one is at the collector. */
-async function backlog(fleet: Fleet, total: number, run: number): Promise<{ row: string[]; cpu: string[][]; eps: number }> {
+export async function backlog(fleet: Fleet, total: number, run: number): Promise<{ row: string[]; cpu: string[][]; eps: number }> {
   const procs = fleetProcesses(fleet);
   const prefix = `backlog${run}-`;
   const before = await collectorReceived(fleet);

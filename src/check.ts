@@ -6,12 +6,12 @@ import { createLogger } from './core/log.js';
 import { BuildError, buildPipeline } from './worker/pipeline.js';
 
 /** Every build error of every pipeline, as `pipeline=<name>: <error>`. */
-export function checkPipelines(config: Config): string[] {
+export async function checkPipelines(config: Config): Promise<string[]> {
   const log = createLogger('silent', { write() {} });
   const errors: string[] = [];
   for (const p of config.pipelines) {
     try {
-      buildPipeline(p, { log, checkOnly: true, debug: false, node: config.node_name, dataDir: config.data_dir });
+      await buildPipeline(p, { log, checkOnly: true, debug: false, node: config.node_name, dataDir: config.data_dir });
     } catch (err) {
       const list = err instanceof BuildError ? err.errors : [errorMessage(err)];
       for (const e of list) errors.push(`pipeline=${p.name}: ${e}`);

@@ -2,9 +2,7 @@
 
 import sade from 'sade';
 import { splitArgs } from './cli-args.js';
-import { checkPipelines } from './check.js';
 import { loadConfig, type Overrides } from './config/load.js';
-import { explainKey } from './docs/reference.js';
 import type { Config } from './config/schema.js';
 import { ConfigError, errorMessage, UsageError } from './core/errors.js';
 import { VERSION } from './core/version.js';
@@ -47,8 +45,10 @@ const HELP_MORE = `  Configuration
 `;
 
 /** `check --explain KEY`: prints the key's reference (exit 0), or exits 2 when no key matches. */
-function explain(key: unknown): never {
+async function explain(key: unknown): Promise<never> {
   if (typeof key !== 'string' || key === '') fail(EXIT_USAGE, '--explain needs a KEY, e.g. --explain sinks.http.port');
+  // the reference reads every plugin's spec, so every plugin's code: loaded for this command only
+  const { explainKey } = await import('./docs/reference.js');
   const text = explainKey(key);
   if (text === undefined) fail(EXIT_USAGE, `no configuration key ${key} (docs/configuration.md lists them all)`);
   process.stdout.write(text);
@@ -63,6 +63,20 @@ function fail(code: number, ...messages: readonly string[]): never {
 
 /** A string option's value; sade gives `true` for a flag left without its value. */
 const file = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);
+
+/** `check -c FILE`: builds every pipeline without binding, opening or connecting; each fault a line, exit 78. */
+async function check(config: Config): Promise<never> {
+  // a build loads the code of the plugins it names: the node's own start (`run`) never imports check
+  const { checkPipelines } = await import('./check.js');
+  const errors = await checkPipelines(config);
+  if (errors.length > 0) {
+    for (const e of errors) process.stderr.write(`${e}\n`);
+    process.exit(EXIT_CONFIG);
+  }
+  const n = config.pipelines.length;
+  process.stdout.write(`configuration ok: ${n} pipeline${n === 1 ? '' : 's'}\n`);
+  process.exit(0);
+}
 
 function load(file: string | undefined, flags: Overrides): Config {
   return loadConfig({ file, env: process.env, flags });
@@ -126,18 +140,14 @@ function main(argv: string[]): void {
     .example('check -c logrelay.toml')
     .example('check --explain sinks.http.port')
     .action((opts: { config?: string; explain?: unknown }) => {
-      if (opts.explain !== undefined) explain(opts.explain);
+      if (opts.explain !== undefined) {
+        explain(opts.explain).catch((err: unknown) => fail(1, errorMessage(err)));
+        return;
+      }
       const file = typeof opts.config === 'string' ? opts.config : undefined;
       if (!file) fail(EXIT_USAGE, 'check needs -c FILE');
       const config = loadOrExit(file, overrides);
-      const errors = checkPipelines(config);
-      if (errors.length > 0) {
-        for (const e of errors) process.stderr.write(`${e}\n`);
-        process.exit(EXIT_CONFIG);
-      }
-      const n = config.pipelines.length;
-      process.stdout.write(`configuration ok: ${n} pipeline${n === 1 ? '' : 's'}\n`);
-      process.exit(0);
+      check(config).catch((err: unknown) => fail(1, errorMessage(err)));
     });
 
   prog

@@ -5,8 +5,8 @@
 
 import { DROP_REASONS } from '../core/drops.js';
 import { METRIC_FAMILIES } from '../primary/metrics.js';
-import { SINK_SPECS } from '../sinks/index.js';
-import { SOURCE_SPECS } from '../sources/index.js';
+import { SINK_SPECS } from '../sinks/specs.js';
+import { SOURCE_SPECS } from '../sources/specs.js';
 import { TRANSFORM_SPECS } from '../transform/spec.js';
 
 /** Who keeps a counter: every plugin of the section's kind, or the listed types. */

@@ -3,8 +3,8 @@
 
 import { CONFIG_FIELDS } from '../config/schema.js';
 import type { Fields, PluginSpec, Spec } from '../config/spec.js';
-import { SINK_SPECS } from '../sinks/index.js';
-import { SOURCE_SPECS } from '../sources/index.js';
+import { SINK_SPECS } from '../sinks/specs.js';
+import { SOURCE_SPECS } from '../sources/specs.js';
 
 /** One key as the reference shows it: `key` relative to its section, `path` the full dotted name. */
 export interface KeyRow {

@@ -3,7 +3,7 @@
 import { resolve } from 'node:path';
 import type { Config } from '../config/schema.js';
 import { ConfigError, errorMessage } from '../core/errors.js';
-import { type AdminServer, startAdmin } from './admin.js';
+import type { AdminServer } from './admin.js';
 import { type Checkpointer, DataDirInUse, lockDataDir, readCheckpoint, startCheckpointer } from './checkpoint.js';
 import { FleetTable } from './fleet.js';
 import { type Reports, startReports } from './reports.js';
@@ -87,7 +87,8 @@ export async function runPrimary(opts: RunOptions): Promise<number> {
   // Up before the pipelines, so /readyz says 503 while they start.
   let admin: AdminServer | undefined;
   try {
-    admin = await startAdmin(opts.config.admin, sup, log, fleet);
+    // off by default (port 0): then neither the server nor prom-client is loaded
+    if (opts.config.admin.port !== 0) admin = await (await import('./admin.js')).startAdmin(opts.config.admin, sup, log, fleet);
   } catch (err) {
     const config = err instanceof ConfigError;
     log.error({ error: errorMessage(err) }, config ? 'Invalid admin configuration' : 'Admin endpoint cannot listen');

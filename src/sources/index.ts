@@ -1,42 +1,25 @@
-// The source registry: every `type` maps to its factory, and to its spec (meaning and `config`
-// keys) for the operator's reference.
+// The source registry: every `type` maps to a loader of its factory, so a worker loads the code
+// of its own pipeline's sources only and the primary none. The specs, for the operator's
+// reference, are in specs.ts (which loads every source).
 
-import type { PluginSpec } from '../config/spec.js';
-import { createFileSource, FILE_SOURCE } from './file.js';
-import { createHttpChainSource, HTTP_CHAIN_SOURCE } from './http-chain.js';
-import { createNatsSource, NATS_SOURCE } from './nats.js';
-import { createOtlpSource, OTLP_SOURCE } from './otlp.js';
-import { createRandomSource, RANDOM_SOURCE } from './random.js';
-import { createStdinSource, STDIN_SOURCE } from './stdin.js';
-import { createSyslogSource, SYSLOG_SOURCE } from './syslog.js';
-import { createTcpChainSource, TCP_CHAIN_SOURCE } from './tcp-chain.js';
 import type { SourceFactory } from './types.js';
 
 export type SourceType = 'random' | 'file' | 'stdin' | 'tcp_chain' | 'http_chain' | 'nats' | 'syslog' | 'otlp';
 
+/** Loads a source type's factory (its module and the packages it uses) when a pipeline names the type. */
+export type SourceLoader = () => Promise<SourceFactory>;
+
 export const SOURCES = {
-  random: createRandomSource,
-  file: createFileSource,
-  stdin: createStdinSource,
-  tcp_chain: createTcpChainSource,
-  http_chain: createHttpChainSource,
-  nats: createNatsSource,
-  syslog: createSyslogSource,
-  otlp: createOtlpSource,
-} satisfies Record<SourceType, SourceFactory>;
+  random: async () => (await import('./random.js')).createRandomSource,
+  file: async () => (await import('./file.js')).createFileSource,
+  stdin: async () => (await import('./stdin.js')).createStdinSource,
+  tcp_chain: async () => (await import('./tcp-chain.js')).createTcpChainSource,
+  http_chain: async () => (await import('./http-chain.js')).createHttpChainSource,
+  nats: async () => (await import('./nats.js')).createNatsSource,
+  syslog: async () => (await import('./syslog.js')).createSyslogSource,
+  otlp: async () => (await import('./otlp.js')).createOtlpSource,
+} satisfies Record<SourceType, SourceLoader>;
 
-/** What docs/configuration.md and `check --explain` say about each type; the factories validate with these fields. */
-export const SOURCE_SPECS = {
-  random: RANDOM_SOURCE,
-  file: FILE_SOURCE,
-  stdin: STDIN_SOURCE,
-  tcp_chain: TCP_CHAIN_SOURCE,
-  http_chain: HTTP_CHAIN_SOURCE,
-  nats: NATS_SOURCE,
-  syslog: SYSLOG_SOURCE,
-  otlp: OTLP_SOURCE,
-} satisfies Record<SourceType, PluginSpec>;
-
-export function sourceFactory(type: string): SourceFactory | undefined {
+export function sourceLoader(type: string): SourceLoader | undefined {
   return Object.hasOwn(SOURCES, type) ? SOURCES[type as SourceType] : undefined;
 }

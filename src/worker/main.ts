@@ -64,7 +64,7 @@ async function onMessage(msg: ToWorker): Promise<void> {
     case 'build': {
       log = createLogger(msg.level, logStream);
       try {
-        pipeline = buildPipeline(msg.pipeline, { log, checkOnly: false, debug: msg.level === 'debug', node: msg.node, dataDir: msg.data_dir, reports: msg.reports, onReport });
+        pipeline = await buildPipeline(msg.pipeline, { log, checkOnly: false, debug: msg.level === 'debug', node: msg.node, dataDir: msg.data_dir, reports: msg.reports, onReport });
         await pipeline.open();
         watchCertificates(log, pipeline.name);
         dropWarner = createDropWarner(log, pipeline.name, Object.fromEntries(msg.pipeline.plugin_sinks.map((p) => [p.id, p.type])));

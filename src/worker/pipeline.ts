@@ -16,16 +16,43 @@ import { IdSequence } from '../core/ids.js';
 import type { DedupWindow } from '../flow/dedup.js';
 import { createFlow, type Flow } from '../flow/index.js';
 import type { PipelinePositions } from '../ipc/messages.js';
-import { sinkFactory, SINKS } from '../sinks/index.js';
-import type { DeadLetterItem, Sink, SinkItem } from '../sinks/types.js';
-import { sourceFactory, SOURCES } from '../sources/index.js';
-import type { Source } from '../sources/types.js';
+import { sinkLoader, SINKS } from '../sinks/index.js';
+import type { DeadLetterItem, Sink, SinkFactory, SinkItem } from '../sinks/types.js';
+import { sourceLoader, SOURCES } from '../sources/index.js';
+import type { Source, SourceFactory } from '../sources/types.js';
 import { DoneIds, openTicket } from './acks.js';
 import type { Fanout, SinkRunner } from './fanout.js';
 import { createRoutedFanout, transformCounters } from './routes.js';
 
 /** The types a registry knows, for the message that refuses an unknown one. */
 const validTypes = (registry: object): string => Object.keys(registry).sort().join(', ');
+
+/** A plugin type's factory, or why there is none (what the build says after `type: `). */
+type Loaded<F> = { readonly factory: F } | { readonly fault: string };
+
+/** The factories of the plugin types one pipeline names, by type, loaded before it is built. */
+interface Plugins {
+  readonly sinks: ReadonlyMap<string, Loaded<SinkFactory>>;
+  readonly sources: ReadonlyMap<string, Loaded<SourceFactory>>;
+}
+
+/** Loads the factory of each of `types` through its registry's loader; an unknown type or one whose code fails to load is a fault. */
+async function loadTypes<F>(kind: 'sink' | 'source', types: readonly string[], loaderOf: (type: string) => (() => Promise<F>) | undefined, registry: object): Promise<Map<string, Loaded<F>>> {
+  const out = new Map<string, Loaded<F>>();
+  for (const type of new Set(types)) {
+    const load = loaderOf(type);
+    if (!load) {
+      out.set(type, { fault: `unknown ${kind} type ${JSON.stringify(type)} (valid types: ${validTypes(registry)})` });
+      continue;
+    }
+    try {
+      out.set(type, { factory: await load() });
+    } catch (err) {
+      out.set(type, { fault: `cannot load the ${type} ${kind}: ${errorMessage(err)}` });
+    }
+  }
+  return out;
+}
 
 /** While the sources are paused, how often the pipeline looks again at which full sinks block, ms. */
 const SATURATION_RECHECK_MS = 200;
@@ -112,6 +139,7 @@ class AssembledPipeline implements Pipeline {
   constructor(
     private readonly cfg: PipelineConfig,
     private readonly opts: BuildOptions,
+    private readonly plugins: Plugins,
   ) {
     this.name = cfg.name;
     try {
@@ -137,11 +165,12 @@ class AssembledPipeline implements Pipeline {
   private buildSinks(): void {
     const { cfg, opts } = this;
     for (const plugin of cfg.plugin_sinks) {
-      const factory = sinkFactory(plugin.type);
-      if (!factory) {
-        this.errors.push(`failed to create sink ${plugin.id}: type: unknown sink type ${JSON.stringify(plugin.type)} (valid types: ${validTypes(SINKS)})`);
+      const loaded = this.plugins.sinks.get(plugin.type)!;
+      if ('fault' in loaded) {
+        this.errors.push(`failed to create sink ${plugin.id}: type: ${loaded.fault}`);
         continue;
       }
+      const factory = loaded.factory;
       try {
         const log = opts.log.child({ pipeline: cfg.name, plugin: plugin.id });
         const ref: { sink?: Sink } = {};
@@ -173,11 +202,12 @@ class AssembledPipeline implements Pipeline {
     // a disk buffer hands on no more entries at once than the smallest sink queue holds
     const bufferWindow = this.runners.length > 0 ? Math.min(...this.runners.map((r) => r.sink.bufferSize)) : 1000;
     for (const plugin of cfg.plugin_sources) {
-      const factory = sourceFactory(plugin.type);
-      if (!factory) {
-        this.errors.push(`failed to create source ${plugin.id}: type: unknown source type ${JSON.stringify(plugin.type)} (valid types: ${validTypes(SOURCES)})`);
+      const loaded = this.plugins.sources.get(plugin.type)!;
+      if ('fault' in loaded) {
+        this.errors.push(`failed to create source ${plugin.id}: type: ${loaded.fault}`);
         continue;
       }
+      const factory = loaded.factory;
       try {
         const log = opts.log.child({ pipeline: cfg.name, plugin: plugin.id });
         // The factory gets emit() before the source exists; the ref closes that loop.
@@ -437,8 +467,13 @@ class AssembledPipeline implements Pipeline {
   }
 }
 
-export function buildPipeline(cfg: PipelineConfig, opts: BuildOptions): Pipeline {
-  const pipeline = new AssembledPipeline(cfg, opts);
+/** Loads the code of the pipeline's own plugin types (and no other), then builds it; every fault found is in the BuildError. */
+export async function buildPipeline(cfg: PipelineConfig, opts: BuildOptions): Promise<Pipeline> {
+  const plugins: Plugins = {
+    sinks: await loadTypes('sink', cfg.plugin_sinks.map((p) => p.type), sinkLoader, SINKS),
+    sources: await loadTypes('source', cfg.plugin_sources.map((p) => p.type), sourceLoader, SOURCES),
+  };
+  const pipeline = new AssembledPipeline(cfg, opts, plugins);
   if (pipeline.errors.length > 0) throw new BuildError(pipeline.errors);
   return pipeline;
 }

@@ -7,17 +7,17 @@ import { SINKS } from '../../src/sinks/index.js';
 import { SOURCES } from '../../src/sources/index.js';
 import { tempDir } from '../helpers/node.js';
 
-function check(text: string): string[] {
+async function check(text: string): Promise<string[]> {
   const dir = tempDir();
   try {
-    return checkPipelines(loadConfig({ file: dir.file('c.toml', text), env: {}, flags: new Map() }));
+    return await checkPipelines(loadConfig({ file: dir.file('c.toml', text), env: {}, flags: new Map() }));
   } finally {
     dir.remove();
   }
 }
 
-test('an unknown sink or source type lists the valid types', (t) => {
-  const errors = check(`
+test('an unknown sink or source type lists the valid types', async (t) => {
+  const errors = await check(`
 [[pipelines]]
 name = "app"
 [[pipelines.plugin_sources]]
@@ -35,8 +35,8 @@ type = "kafka"
   t.regex(errors[0]!, /\(valid types: file, http, http_chain, .*tcp_chain\b/);
 });
 
-test('every TLS file a plugin cannot read is reported, not only the first', (t) => {
-  const errors = check(`
+test('every TLS file a plugin cannot read is reported, not only the first', async (t) => {
+  const errors = await check(`
 [[pipelines]]
 name = "edge"
 [[pipelines.plugin_sources]]
@@ -69,8 +69,8 @@ client_ca_file = "/nonexistent/ca.crt"
   t.true(errors.some((e) => e.startsWith('pipeline=edge: failed to create sink listen: tls.client_ca_file: cannot read /nonexistent/ca.crt')));
 });
 
-test('every fault of one plugin\'s config table is reported, a line each, not only the first', (t) => {
-  const errors = check(`
+test('every fault of one plugin\'s config table is reported, a line each, not only the first', async (t) => {
+  const errors = await check(`
 [[pipelines]]
 name = "app"
 [[pipelines.plugin_sources]]

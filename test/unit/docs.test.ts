@@ -57,14 +57,14 @@ test('every counter the code keeps is explained in docs/counters.md', (t) => {
   t.deepEqual(missing, [], `add these counters to docs/counters.md: ${missing.join(', ')}`);
 });
 
-test('the first snippet of docs/configuration.md is a whole configuration that passes check', (t) => {
+test('the first snippet of docs/configuration.md is a whole configuration that passes check', async (t) => {
   const md = read('docs', 'configuration.md');
   const snippet = /```toml\n([\s\S]*?)```/.exec(md)?.[1];
   t.truthy(snippet, 'a toml snippet');
   const dir = tempDir();
   try {
     const config = loadConfig({ file: dir.file('first.toml', snippet!), env: {}, flags: new Map() });
-    t.deepEqual(checkPipelines(config), []);
+    t.deepEqual(await checkPipelines(config), []);
   } finally {
     dir.remove();
   }
@@ -118,7 +118,8 @@ test('the ids section of docs/delivery.md names every sink type whose pipeline s
     otlp: { endpoint: 'http://127.0.0.1:4318/v1/logs' },
   };
   const stamping: string[] = [];
-  for (const [type, factory] of Object.entries(SINKS)) {
+  for (const [type, load] of Object.entries(SINKS)) {
+    const factory = await load();
     let sink;
     try {
       sink = factory({ id: 's', type, config: configs[type] ?? { host: '127.0.0.1', port: 1, directory: '/tmp', name: 'x', servers: ['nats://127.0.0.1:4222'] } }, { pipeline: 'p', log, checkOnly: true, node: 'n' });

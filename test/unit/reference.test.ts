@@ -10,8 +10,8 @@ import test from 'ava';
 import { renderCountersReference } from '../../src/docs/counters-reference.js';
 import { buildReference, explainKey, renderConfigurationReference, undocumented } from '../../src/docs/reference.js';
 import type { Fields, PluginSpec } from '../../src/config/spec.js';
-import { SINK_SPECS } from '../../src/sinks/index.js';
-import { SOURCE_SPECS } from '../../src/sources/index.js';
+import { SINK_SPECS } from '../../src/sinks/specs.js';
+import { SOURCE_SPECS } from '../../src/sources/specs.js';
 import { ROOT } from '../helpers/node.js';
 
 test('docs/configuration.md is what the schema generates (run `npm run docs` after changing a key)', (t) => {

@@ -181,20 +181,20 @@ test('what the formatter writes, the parser reads back', (t) => {
   t.deepEqual(back, { ...e, fields: { hostname: 'h', facility: 'local0' } });
 });
 
-test('config: framing "nul" is a choice; receive_buffer_bytes is for udp, at least 4096', (t) => {
-  const check = (config: string): string[] => {
+test('config: framing "nul" is a choice; receive_buffer_bytes is for udp, at least 4096', async (t) => {
+  const check = async (config: string): Promise<string[]> => {
     const dir = tempDir();
     try {
       const toml = `[[pipelines]]\nname = "p"\n[[pipelines.plugin_sources]]\nid = "in"\ntype = "syslog"\n[pipelines.plugin_sources.config]\nport = 5514\n${config}\n[[pipelines.plugin_sinks]]\nid = "out"\ntype = "null"\n`;
-      return checkPipelines(loadConfig({ file: dir.file('c.toml', toml), env: {}, flags: new Map() }));
+      return await checkPipelines(loadConfig({ file: dir.file('c.toml', toml), env: {}, flags: new Map() }));
     } finally {
       dir.remove();
     }
   };
-  t.deepEqual(check('framing = "nul"'), []);
-  t.deepEqual(check('mode = "udp"\nreceive_buffer_bytes = 8388608'), []);
-  t.deepEqual(check('receive_buffer_bytes = 8388608'), ['pipeline=p: failed to create source in: receive_buffer_bytes: applies to mode "udp" only']);
-  const low = check('mode = "udp"\nreceive_buffer_bytes = 100');
+  t.deepEqual(await check('framing = "nul"'), []);
+  t.deepEqual(await check('mode = "udp"\nreceive_buffer_bytes = 8388608'), []);
+  t.deepEqual(await check('receive_buffer_bytes = 8388608'), ['pipeline=p: failed to create source in: receive_buffer_bytes: applies to mode "udp" only']);
+  const low = await check('mode = "udp"\nreceive_buffer_bytes = 100');
   t.is(low.length, 1);
   t.regex(low[0]!, /receive_buffer_bytes/);
 });

@@ -31,7 +31,7 @@ function load(text: string) {
   }
 }
 
-test('docs/transforms.md: one example per step type, a routing and a dead letter example; each passes check', (t) => {
+test('docs/transforms.md: one example per step type, a routing and a dead letter example; each passes check', async (t) => {
   const tomls = blocks.filter((b) => b.lang === 'toml').map((b) => b.text);
   const stepTypes = new Set(tomls.flatMap((s) => [...s.matchAll(/^\[\[pipelines\.flow\.transforms\]\]\ntype = "(\w+)"/gm)].map((m) => m[1])));
   t.deepEqual([...stepTypes].sort(), ['delete', 'drop', 'keep', 'parse', 'redact', 'rename', 'sample', 'set', 'throttle']);
@@ -39,7 +39,7 @@ test('docs/transforms.md: one example per step type, a routing and a dead letter
   t.true(tomls.some((s) => /dead_letter = /.test(s)));
   for (const text of tomls) {
     const config = load(text.includes('[[pipelines]]') ? text : MINIMAL(text));
-    t.deepEqual(checkPipelines(config), [], text);
+    t.deepEqual(await checkPipelines(config), [], text);
   }
 });
 

@@ -1,0 +1,65 @@
+// The primary loads no plugin code, and a pipeline worker only the plugins its own pipeline names
+// (src/sources/index.ts and src/sinks/index.ts load a type's code when a pipeline names it):
+// checked on the modules two real processes loaded, recorded by a module loader hook.
+
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import test from 'ava';
+import { childPids, ownedTempDir, spawnOwnedNode, waitFor, waitReady } from '../helpers/node.js';
+
+/** Registers HOOKS in every process started with `--import` of it (workers inherit NODE_OPTIONS). */
+const REGISTER = "import { register } from 'node:module';\nregister('./hooks.mjs', import.meta.url);\n";
+/** Appends the URL of every module a process loads to `loaded.<pid>.txt` beside it. */
+const HOOKS = `import { appendFileSync } from 'node:fs';
+const out = new URL(\`./loaded.\${process.pid}.txt\`, import.meta.url);
+export async function load(url, context, next) {
+  appendFileSync(out, url + '\\n');
+  return next(url, context);
+}
+`;
+
+/** The modules of `dist/src/` and the packages a process loaded, as `src/…` and `package:…`. */
+function loadedBy(dir: string, pid: number): string[] {
+  const file = join(dir, `loaded.${pid}.txt`);
+  if (!existsSync(file)) return [];
+  const out = new Set<string>();
+  for (const url of readFileSync(file, 'utf8').split('\n')) {
+    const src = /\/dist\/(src\/.+\.js)$/.exec(url);
+    const pkg = /\/node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(url);
+    if (src) out.add(src[1]!);
+    else if (pkg) out.add(`package:${pkg[1]}`);
+  }
+  return [...out].sort();
+}
+
+/** The worker's own plugins (a file source, a null sink) and the registries. */
+const OWN_PLUGINS = /^src\/(sources\/(index|types|file(-[a-z]+)?)|sinks\/(index|types|null))\.js$/;
+
+test('the primary loads no plugin code, and a worker only the source and sink types of its pipeline', async (t) => {
+  const dir = ownedTempDir(t);
+  dir.file('register.mjs', REGISTER);
+  dir.file('hooks.mjs', HOOKS);
+  const config = dir.file(
+    'node.toml',
+    `[[pipelines]]\nname = "app"\n[[pipelines.plugin_sources]]\nid = "in"\ntype = "file"\n[pipelines.plugin_sources.config]\ndirectory = "${dir.path}"\npattern = "*.log"\n[[pipelines.plugin_sinks]]\nid = "out"\ntype = "null"\n`,
+  );
+  const node = spawnOwnedNode(t, ['-c', config], { env: { NODE_OPTIONS: `--import=${join(dir.path, 'register.mjs')}` } });
+  await waitReady(node, 'the node');
+  const [worker] = await waitFor(async () => ((await childPids(node.child.pid!)).length === 1 ? childPids(node.child.pid!) : undefined), 'one worker');
+  const primary = loadedBy(dir.path, node.child.pid!);
+  const own = loadedBy(dir.path, worker!);
+  await node.stop();
+
+  t.true(primary.includes('src/primary/supervisor.js'), `the hook saw the primary's modules: ${primary.join(' ')}`);
+  t.deepEqual(
+    primary.filter((m) => /^src\/(sources|sinks|worker|flow|lines|chain|otlp|nats)\//.test(m) || /^package:(prom-client|@nats-io|fast-glob)$/.test(m)),
+    [],
+    'pipeline and plugin code in the primary (the admin endpoint is off: no prom-client either)',
+  );
+  t.true(own.includes('src/sources/file.js') && own.includes('src/sinks/null.js'), `the worker loaded its plugins: ${own.join(' ')}`);
+  t.deepEqual(
+    own.filter((m) => (/^src\/(sources|sinks|otlp|nats)\//.test(m) && !OWN_PLUGINS.test(m)) || /^package:@nats-io\//.test(m)),
+    [],
+    'plugins the pipeline does not name, in its worker',
+  );
+});
