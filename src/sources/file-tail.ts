@@ -6,15 +6,13 @@
 import { type FileHandle, open, realpath } from 'node:fs/promises';
 import { basename } from 'node:path';
 import { InOrder } from '../core/ack.js';
-import { type Entry, parseLine } from '../core/entry.js';
+import type { Entry } from '../core/entry.js';
 import { errorMessage } from '../core/errors.js';
 import { idPrefix } from '../core/ids.js';
-import { LineAssembler } from '../lines/assembler.js';
-import { entryOf, lineEntry } from '../lines/entries.js';
 import { containerLinkMeta, type KubernetesMeta, podLogMeta } from '../lines/kubernetes.js';
-import type { LineCounters, LineMaker, LogicalLine, Resume } from '../lines/line.js';
+import type { LineCounters, Resume } from '../lines/line.js';
 import type { MultilineRules } from '../lines/multiline.js';
-import { LineSplitter } from '../lines/splitter.js';
+import { LineReader } from '../lines/reader.js';
 import type { FileSourceConfig } from './file-config.js';
 import { fingerprintOf, fingerprintShort, sameContent } from './file-identity.js';
 import type { FilePosition, SourceContext, SourcePositions } from './types.js';
@@ -44,11 +42,8 @@ export interface Tail {
   /** the file's birth time (ms, 0 where the platform has none): an inode used again by a new file is another file */
   readonly born: number;
   readonly fh: FileHandle;
-  readonly lines: LineSplitter;
-  /** container and multiline stages; undefined for plain lines */
-  readonly assembler: LineAssembler | undefined;
-  /** where the next physical line begins */
-  lineStart: number;
+  /** bytes in, entries out */
+  readonly reader: LineReader;
   /** next byte to read */
   offset: number;
   /** the acknowledged position (DESIGN.md §15): every line before it is done (and what past it is, when something is open) */
@@ -61,8 +56,6 @@ export interface Tail {
   truncations: number;
   /** `<bytes>:<hash>` of the file's first bytes; undefined while it is empty */
   fingerprint: string | undefined;
-  /** the ids of this file's lines start with it (when the pipeline stamps ids) */
-  idPrefix: string;
   /**
    * the path no longer names this file: renamed away (rotated: tailed until idle for
    * ROTATE_WAIT_MS) or deleted; read to its end, then closed
@@ -95,7 +88,6 @@ export interface TailSetEnv {
 /** The open (and finishing) files of one `file` source. */
 export function createTailSet(env: TailSetEnv) {
   const { cfg, multiline, counters, ctx } = env;
-  const assembles = cfg.container_format !== 'none' || multiline !== undefined;
   /** closed files whose last batches are not done yet: their positions stay reported until they are */
   const finishing = new Set<Tail>();
   /** open files by inode; insertion order is read order, so a rotated file comes before its successor */
@@ -118,70 +110,13 @@ export function createTailSet(env: TailSetEnv) {
   };
 
   /**
-   * Emits a batch of `tail`'s physical lines (`ends[i]`: where line i ends in the file; `starts[i]`,
-   * when given: where it begins in `chunk`, the bytes it was read from).
-   */
-  const emitLines = (tail: Tail, lines: string[], ends: number[], chunk?: Buffer, starts?: number[]) => {
-    const readEnd = tail.offset - tail.lines.pendingBytes;
-    const now = Date.now();
-    if (tail.assembler !== undefined && multiline === undefined) {
-      // container lines alone: their entries are made as they are completed
-      const batch: Entry[] = [];
-      tail.assembler.pushMade(lines, ends, tail.lineStart, batch, entryMaker(tail, now), chunk, starts);
-      if (ends.length > 0) tail.lineStart = ends[ends.length - 1]!;
-      emitBatch(tail, batch, tail.assembler.resume(readEnd));
-      return;
-    }
-    if (tail.assembler !== undefined) {
-      const out: LogicalLine[] = [];
-      tail.assembler.push(lines, ends, tail.lineStart, now, out, chunk, starts);
-      if (ends.length > 0) tail.lineStart = ends[ends.length - 1]!;
-      emitLogical(tail, out, tail.assembler.resume(readEnd), now);
-      return;
-    }
-    const batch: Entry[] = new Array(lines.length);
-    for (let i = 0; i < lines.length; i++) batch[i] = parseLine(lines[i]!, tail.name, now, cfg.raw);
-    if (ctx.idNode !== undefined) for (let i = 0; i < batch.length; i++) batch[i]!.id = tail.idPrefix + ends[i]!.toString(36);
-    emitBatch(tail, batch, { offset: readEnd });
-  };
-
-  /** Makes the entries of `tail`'s logical lines read at `now`, with their ids (as emitLogical). */
-  const entryMaker = (tail: Tail, now: number): LineMaker<Entry> => {
-    const { source, k8s } = tail;
-    const raw = cfg.raw;
-    const node = nodeOf(tail);
-    if (ctx.idNode === undefined && node === undefined) return (text, _start, _end, _idAt, stream, time, nanos) => lineEntry(text, stream, time, nanos, source, now, raw, k8s);
-    return (text, _start, _end, idAt, stream, time, nanos) => {
-      const entry = lineEntry(text, stream, time, nanos, source, now, raw, k8s);
-      if (node !== undefined) entry.node ??= node;
-      if (ctx.idNode !== undefined) entry.id = tail.idPrefix + idAt.toString(36);
-      return entry;
-    };
-  };
-
-  /**
-   * The node a container's entries were produced on: this one (§21), set at the source so that an
-   * edge writing to a local or an otlp sink keeps it, not only after a chain hop.
-   */
-  const nodeOf = (tail: Tail): string | undefined => (tail.k8s === undefined ? undefined : ctx.node);
-
-  const emitLogical = (tail: Tail, out: LogicalLine[], mark: Resume, now: number) => {
-    const batch: Entry[] = new Array(out.length);
-    for (let i = 0; i < out.length; i++) batch[i] = entryOf(out[i]!, tail.source, now, cfg.raw, tail.k8s);
-    const node = nodeOf(tail);
-    if (node !== undefined) for (const entry of batch) entry.node ??= node;
-    if (ctx.idNode !== undefined) for (let i = 0; i < batch.length; i++) batch[i]!.id = tail.idPrefix + out[i]!.idAt.toString(36);
-    emitBatch(tail, batch, mark);
-  };
-
-  /**
    * The file's part of its lines' ids: device, inode, birth time and truncations. The birth time
    * tells a file from an earlier one that had its inode (kubelet gzips a rotated log and deletes
    * it; the next rotation's new file often gets the freed inode): without it, the new file's
    * lines would repeat the old one's ids and a dedup collector would drop them.
    */
   const fileIdPrefix = (dev: number, inode: number, born: number, truncations: number) =>
-    ctx.idNode === undefined ? '' : born > 0 ? idPrefix(ctx.idNode, ctx.pipeline, env.pluginId, dev, inode, born, truncations) : idPrefix(ctx.idNode, ctx.pipeline, env.pluginId, dev, inode, truncations);
+    ctx.idNode === undefined ? undefined : born > 0 ? idPrefix(ctx.idNode, ctx.pipeline, env.pluginId, dev, inode, born, truncations) : idPrefix(ctx.idNode, ctx.pipeline, env.pluginId, dev, inode, truncations);
 
   const closeTail = async (tail: Tail) => {
     tails.delete(tail.inode);
@@ -193,28 +128,16 @@ export function createTailSet(env: TailSetEnv) {
 
   /** Emits everything `tail` holds open: its partial line, container partials, multiline entries. */
   const flushTail = (tail: Tail) => {
-    const out: string[] = [];
-    const ends: number[] = [];
-    tail.lines.flush(out, ends);
-    if (out.length > 0) emitLines(tail, out, ends);
-    if (tail.assembler === undefined) return;
-    const now = Date.now();
-    const logical: LogicalLine[] = [];
-    tail.assembler.flush(tail.offset, now, logical);
-    if (logical.length > 0) emitLogical(tail, logical, tail.assembler.resume(tail.offset), now);
+    const batch: Entry[] = [];
+    const mark = tail.reader.flush(batch);
+    if (mark !== undefined) emitBatch(tail, batch, mark);
   };
-
-  /** Whether `tail` holds anything open that its successor's first bytes must come after. */
-  const holdsOpen = (tail: Tail) => tail.lines.pendingBytes > 0 || (tail.assembler !== undefined && tail.assembler.resume(tail.offset).offset < tail.offset);
 
   /** Emits the multiline entries of `tail` quiet for `timeout_ms`. */
   const expireTail = (tail: Tail) => {
-    const now = Date.now();
-    const due = tail.assembler?.nextTimeout();
-    if (due === undefined || due > now) return;
-    const out: LogicalLine[] = [];
-    tail.assembler!.expire(now, out);
-    emitLogical(tail, out, tail.assembler!.resume(tail.offset - tail.lines.pendingBytes), now);
+    const batch: Entry[] = [];
+    const mark = tail.reader.expire(batch);
+    if (mark !== undefined) emitBatch(tail, batch, mark);
   };
 
   /** Reads `tail` up to its current end (or until paused/stopped); returns false when paused. */
@@ -226,10 +149,8 @@ export function createTailSet(env: TailSetEnv) {
       flushTail(tail);
       tail.offset = 0;
       tail.acked = { offset: 0 };
-      tail.lineStart = 0;
-      tail.lines.at(0);
       tail.truncations++;
-      tail.idPrefix = fileIdPrefix(tail.dev, tail.inode, tail.born, tail.truncations);
+      tail.reader.restart(fileIdPrefix(tail.dev, tail.inode, tail.born, tail.truncations));
       tail.fingerprint = undefined;
     }
     let size = st.size;
@@ -237,7 +158,7 @@ export function createTailSet(env: TailSetEnv) {
     if (fingerprintShort(tail.fingerprint, size)) tail.fingerprint = await fingerprintOf(tail.fh, size);
     // A rotated file's held partial line (and open entry) comes before its successor's first
     // bytes; until then the application may still complete it through its old descriptor.
-    if (tail.offset < size && !tail.detached) for (const r of rotated) if (r.path === tail.path && holdsOpen(r)) flushTail(r);
+    if (tail.offset < size && !tail.detached) for (const r of rotated) if (r.path === tail.path && r.reader.holdsOpen()) flushTail(r);
     while (tail.offset < size) {
       if (env.halted()) return false;
       const { bytesRead } = await tail.fh.read(buf, 0, Math.min(READ_CHUNK, size - tail.offset), tail.offset);
@@ -249,17 +170,11 @@ export function createTailSet(env: TailSetEnv) {
       tail.offset += bytesRead;
       tail.grewAt = Date.now();
       counters.bytes_read += bytesRead;
-      const out: string[] = [];
-      const ends: number[] = [];
-      // CRI prefixes are read from the bytes
-      const starts = cfg.container_format === 'none' ? undefined : [];
-      const before = tail.lines.truncated;
-      const chunk = buf.subarray(0, bytesRead);
-      tail.lines.push(chunk, out, ends, starts);
-      counters.truncated_lines += tail.lines.truncated - before;
-      emitLines(tail, out, ends, chunk, starts);
+      const batch: Entry[] = [];
+      const mark = tail.reader.push(buf.subarray(0, bytesRead), batch);
+      emitBatch(tail, batch, mark);
     }
-    if (tail.assembler !== undefined) expireTail(tail);
+    expireTail(tail);
     return true;
   };
 
@@ -334,16 +249,30 @@ export function createTailSet(env: TailSetEnv) {
     }
     if (offset > st.size) offset = 0;
     if (offset !== resume.offset) resume = { offset };
-    const lines = new LineSplitter(cfg.max_line_bytes);
+    const name = rotatedFrom ?? path;
+    const k8s = await kubernetesOf(name);
+    const reader = new LineReader(
+      {
+        format: cfg.container_format,
+        maxLineBytes: cfg.max_line_bytes,
+        multiline,
+        raw: cfg.raw,
+        name: basename(name),
+        source: k8s?.container ?? basename(name),
+        k8s,
+        // the node a container's entries were produced on: this one (§21), set at the source so
+        // that an edge writing to a local or an otlp sink keeps it, not only after a chain hop
+        node: k8s === undefined ? undefined : ctx.node,
+      },
+      counters,
+      { offset, resume, idPrefix: fileIdPrefix(st.dev, inode, st.birthtimeMs, truncations) },
+    );
     // Reading never starts inside a line: there, the head was had before (a predecessor cutting an
     // over-long line reports the cut point) or was there before the start (from = "end").
     if (offset > 0) {
       const { bytesRead } = await fh.read(buf, 0, 1, offset - 1);
-      if (bytesRead === 1 && buf[0] !== 10) lines.skipLine();
+      if (bytesRead === 1 && buf[0] !== 10) reader.skipLine();
     }
-    lines.at(offset);
-    const name = rotatedFrom ?? path;
-    const k8s = await kubernetesOf(name);
     const tail: Tail = {
       path: name,
       name: basename(name),
@@ -353,9 +282,7 @@ export function createTailSet(env: TailSetEnv) {
       dev: st.dev,
       born: st.birthtimeMs,
       fh,
-      lines,
-      assembler: assembles ? new LineAssembler({ format: cfg.container_format, maxLineBytes: cfg.max_line_bytes, multiline }, counters, resume) : undefined,
-      lineStart: offset,
+      reader,
       offset,
       acked: resume,
       order: new InOrder((end) => {
@@ -365,7 +292,6 @@ export function createTailSet(env: TailSetEnv) {
       size: st.size,
       truncations,
       fingerprint: await fingerprintOf(fh, st.size),
-      idPrefix: fileIdPrefix(st.dev, inode, st.birthtimeMs, truncations),
       detached: rotatedFrom !== undefined,
       deleted: false,
       renamedTo: rotatedFrom === undefined ? undefined : path,
