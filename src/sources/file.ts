@@ -8,7 +8,9 @@ import { dirname, join } from 'node:path';
 import { errorMessage } from '../core/errors.js';
 import { fileSourceConfig } from './file-config.js';
 import { DirectoryWatchers, directoryFinder, fileInode, findInDirectory, globFinder, statPath } from './file-discovery.js';
-import { createTailSet, type FileCounters, type Tail } from './file-tail.js';
+import type { Resumed } from './file-open.js';
+import type { FileCounters, Tail } from './file-tail.js';
+import { TailSet } from './file-tail-set.js';
 import type { FilePosition, Source, SourceFactory, SourcePositions } from './types.js';
 
 export { FILE_SOURCE } from './file-config.js';
@@ -56,8 +58,13 @@ export const createFileSource: SourceFactory = (plugin, ctx): Source => {
   let busy: Promise<void> | undefined;
   let again = false;
   let discoverDue = true;
-  const tailSet = createTailSet({ pluginId: plugin.id, cfg, multiline, counters, ctx, halted: () => paused || stopped });
-  const { tails, rotated, unopenable, openTail, readTail, flushTail, closeTail, updateLag } = tailSet;
+  const tailSet = new TailSet(plugin.id, cfg, multiline, counters, ctx, () => paused || stopped);
+  const { tails, rotated, unopenable } = tailSet;
+  const openTail = (path: string, inode: number, offset: number, rotatedFrom?: string, resumed?: Resumed) => tailSet.open({ path, inode, offset, rotatedFrom, resumed });
+  const readTail = (tail: Tail) => tailSet.read(tail);
+  const flushTail = (tail: Tail) => tail.flush();
+  const closeTail = (tail: Tail) => tailSet.close(tail);
+  const updateLag = () => tailSet.updateLag();
   let tailTimer: NodeJS.Timeout | undefined;
   let discoverTimer: NodeJS.Timeout | undefined;
   /**
