@@ -36,49 +36,34 @@ export interface TailEnv {
   settled(tail: Tail): void;
 }
 
-/** A Tail's parts when it is opened. */
-export interface TailInit {
-  readonly path: string;
-  readonly source: string;
-  readonly k8s: KubernetesMeta | undefined;
-  readonly inode: number;
-  readonly dev: number;
-  readonly born: number;
-  readonly fh: FileHandle;
-  readonly reader: LineReader;
-  readonly offset: number;
-  readonly acked: Resume;
-  readonly size: number;
-  readonly truncations: number;
-  readonly fingerprint: string | undefined;
-  /** the name the file is known by now when it was handed over as rotated (its path is the old one) */
-  readonly renamedTo: string | undefined;
-}
+/** A Tail's parts when it is opened (`renamedTo`: set for a rotated file handed over, its path the old name). */
+export type TailInit = Pick<Tail, 'path' | 'source' | 'k8s' | 'inode' | 'dev' | 'born' | 'fh' | 'reader' | 'offset' | 'acked' | 'size' | 'truncations' | 'fingerprint' | 'renamedTo'>;
 
 export class Tail {
-  path: string;
+  // `declare`d: the parts it is opened with (TailInit), set at once by the constructor
+  declare path: string;
   /** the entries' `source`: the base name, or the container's name with `kubernetes_metadata` */
-  readonly source: string;
-  readonly k8s: KubernetesMeta | undefined;
-  readonly inode: number;
-  readonly dev: number;
+  declare readonly source: string;
+  declare readonly k8s: KubernetesMeta | undefined;
+  declare readonly inode: number;
+  declare readonly dev: number;
   /** the file's birth time (ms, 0 where the platform has none): an inode used again by a new file is another file */
-  readonly born: number;
-  readonly fh: FileHandle;
+  declare readonly born: number;
+  declare readonly fh: FileHandle;
   /** bytes in, entries out */
-  readonly reader: LineReader;
+  declare readonly reader: LineReader;
   /** next byte to read */
-  offset: number;
+  declare offset: number;
   /** the acknowledged position (DESIGN.md §15): every line before it is done (and what past it is, when something is open) */
-  acked: Resume;
+  declare acked: Resume;
   /** the emitted batches' positions, completed as their entries are done */
   readonly order: InOrder<Resume>;
   /** size at the last stat, for `lag_bytes` */
-  size: number;
+  declare size: number;
   /** truncations seen for this file; part of its lines' ids */
-  truncations: number;
+  declare truncations: number;
   /** `<bytes>:<hash>` of the file's first bytes; undefined while it is empty */
-  fingerprint: string | undefined;
+  declare fingerprint: string | undefined;
   /**
    * the path no longer names this file: renamed away (rotated: tailed until idle for
    * ROTATE_WAIT_MS) or deleted; read to its end, then closed
@@ -87,7 +72,7 @@ export class Tail {
   /** the file has no name left at all (nlink 0) */
   deleted = false;
   /** a rotated file's name in the directory now, when found: its positions go under it */
-  renamedTo: string | undefined;
+  declare renamedTo: string | undefined;
   /** when the file last grew (or was detached), epoch ms */
   grewAt = Date.now();
 
@@ -95,21 +80,8 @@ export class Tail {
     init: TailInit,
     private readonly env: TailEnv,
   ) {
-    this.path = init.path;
-    this.source = init.source;
-    this.k8s = init.k8s;
-    this.inode = init.inode;
-    this.dev = init.dev;
-    this.born = init.born;
-    this.fh = init.fh;
-    this.reader = init.reader;
-    this.offset = init.offset;
-    this.acked = init.acked;
-    this.size = init.size;
-    this.truncations = init.truncations;
-    this.fingerprint = init.fingerprint;
+    Object.assign(this, init);
     this.detached = init.renamedTo !== undefined;
-    this.renamedTo = init.renamedTo;
     this.order = new InOrder((end) => {
       this.acked = end;
       if (this.order.outstanding === 0) env.settled(this);

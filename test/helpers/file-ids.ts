@@ -12,6 +12,7 @@ import pino from 'pino';
 import type { Entry } from '../../src/core/entry.js';
 import type { FilePosition, Source, SourceContext, SourcePositions } from '../../src/core/source.js';
 import { createFileSource } from '../../src/sources/file.js';
+import { JAVA_TRACE } from './lines.js';
 import { waitFor } from './node.js';
 
 const NODE = 'edge-1';
@@ -257,14 +258,6 @@ async function containers(root: string, fixture: Recorded | undefined): Promise<
   return out;
 }
 
-const JAVA_TRACE = [
-  'java.lang.IllegalStateException: order 42 not found',
-  '\tat com.example.shop.OrderService.find(OrderService.java:88)',
-  '\tat java.base/java.lang.Thread.run(Thread.java:1583)',
-  'Caused by: java.sql.SQLException: connection reset',
-  '\tat org.postgresql.core.v3.QueryExecutorImpl.execute(QueryExecutorImpl.java:356)',
-  '\t... 1 more',
-];
 const MULTILINE = { preset: 'java', timeout_ms: 600_000 };
 
 /** Java traces grouped by `multiline` (the last one open at the end, then resumed and ended), plain and after CRI. */
