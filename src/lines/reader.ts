@@ -48,11 +48,8 @@ export class LineReader {
   /** when the lines of the current batch were read, epoch ms (for the entry maker) */
   private now = 0;
   private readonly make: LineMaker<Entry>;
-  // reused between batches
-  private readonly lines: string[] = [];
-  private readonly ends: number[] = [];
-  private readonly starts: number[] | undefined;
-  private readonly logical: LogicalLine[] = [];
+  /** whether CRI prefixes are read from the bytes (LineSplitter's `starts`) */
+  private readonly byBytes: boolean;
 
   constructor(
     private readonly opts: LineReaderOptions,
@@ -66,8 +63,7 @@ export class LineReader {
     const assembles = opts.format !== 'none' || opts.multiline !== undefined;
     this.assembler = assembles ? new LineAssembler({ format: opts.format, maxLineBytes: opts.maxLineBytes, multiline: opts.multiline }, counters, start.resume) : undefined;
     this.makes = assembles && opts.multiline === undefined;
-    // CRI prefixes are read from the bytes
-    this.starts = opts.format === 'none' ? undefined : [];
+    this.byBytes = opts.format !== 'none';
     this.make = this.entryMaker();
   }
 
@@ -93,15 +89,15 @@ export class LineReader {
    * it completes to `out` and returns where a reader starts again once they are done.
    */
   push(chunk: Buffer, out: Entry[]): Resume {
-    const { lines, ends, starts } = this;
+    // arrays of the batch's own, not kept ones: a young string stored into an old array costs a
+    // write barrier and a remembered-set entry each
+    const lines: string[] = [];
+    const ends: number[] = [];
+    const starts = this.byBytes ? [] : undefined;
     const before = this.splitter.truncated;
     this.splitter.push(chunk, lines, ends, starts);
     this.counters.truncated_lines += this.splitter.truncated - before;
-    const mark = this.linesRead(out, chunk, starts);
-    lines.length = 0;
-    ends.length = 0;
-    if (starts) starts.length = 0;
-    return mark;
+    return this.linesRead(lines, ends, out, chunk, starts);
   }
 
   /**
@@ -109,14 +105,12 @@ export class LineReader {
    * partial line, container partials, multiline entries. Undefined when nothing was open.
    */
   flush(out: Entry[]): Resume | undefined {
-    const { lines, ends } = this;
+    const lines: string[] = [];
+    const ends: number[] = [];
     this.splitter.flush(lines, ends);
-    let mark: Resume | undefined;
-    if (lines.length > 0) mark = this.linesRead(out);
-    lines.length = 0;
-    ends.length = 0;
+    const mark = lines.length > 0 ? this.linesRead(lines, ends, out) : undefined;
     if (this.assembler === undefined) return mark;
-    const logical = this.logical;
+    const logical: LogicalLine[] = [];
     this.now = Date.now();
     this.assembler.flush(this.offset, this.now, logical);
     if (logical.length === 0) return mark;
@@ -130,8 +124,9 @@ export class LineReader {
     if (due === undefined) return undefined;
     this.now = Date.now();
     if (due > this.now) return undefined;
-    this.assembler!.expire(this.now, this.logical);
-    this.entriesOf(this.logical, out);
+    const logical: LogicalLine[] = [];
+    this.assembler!.expire(this.now, logical);
+    this.entriesOf(logical, out);
     return this.assembler!.resume(this.readEnd);
   }
 
@@ -145,9 +140,8 @@ export class LineReader {
     return this.splitter.offset - this.splitter.pendingBytes;
   }
 
-  /** The entries of the physical lines split last (`bytes`, `starts`: the chunk they came from, as LineSplitter.push gives them). */
-  private linesRead(out: Entry[], bytes?: Buffer, starts?: number[]): Resume {
-    const { lines, ends } = this;
+  /** The entries of physical lines (`bytes`, `starts`: the chunk they came from, as LineSplitter.push gives them). */
+  private linesRead(lines: readonly string[], ends: readonly number[], out: Entry[], bytes?: Buffer, starts?: readonly number[]): Resume {
     this.now = Date.now();
     const assembler = this.assembler;
     if (assembler === undefined) {
@@ -160,22 +154,22 @@ export class LineReader {
     }
     if (this.makes) assembler.pushMade(lines, ends, this.lineStart, out, this.make, bytes, starts);
     else {
-      assembler.push(lines, ends, this.lineStart, this.now, this.logical, bytes, starts);
-      this.entriesOf(this.logical, out);
+      const logical: LogicalLine[] = [];
+      assembler.push(lines, ends, this.lineStart, this.now, logical, bytes, starts);
+      this.entriesOf(logical, out);
     }
     if (ends.length > 0) this.lineStart = ends[ends.length - 1]!;
     return assembler.resume(this.readEnd);
   }
 
-  /** Appends the entries of `logical` to `out` (and empties it). */
-  private entriesOf(logical: LogicalLine[], out: Entry[]): void {
+  /** Appends the entries of `logical` to `out`. */
+  private entriesOf(logical: readonly LogicalLine[], out: Entry[]): void {
     const { source, raw, k8s, node } = this.opts;
     const first = out.length;
     for (let i = 0; i < logical.length; i++) out.push(entryOf(logical[i]!, source, this.now, raw, k8s));
     if (node !== undefined) for (let i = first; i < out.length; i++) out[i]!.node ??= node;
     const prefix = this.idPrefix;
     if (prefix !== undefined) for (let i = 0; i < logical.length; i++) out[first + i]!.id = prefix + logical[i]!.idAt.toString(36);
-    logical.length = 0;
   }
 
   /** Makes the entry of a container line as the container stage completes it (see LineAssembler.pushMade). */
