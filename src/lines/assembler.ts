@@ -44,7 +44,7 @@ export class LineAssembler {
 
   /**
    * As push() without multiline groups: what the container stage completes is made by `make`
-   * straight into `out`, with no LogicalLine between (a file source makes its entries so: an
+   * straight into `out`, with no LogicalLine between (the line reader makes its entries so: an
    * object a line less, and a loop over them, cost about 5 % of a CRI line's way).
    */
   pushMade<T>(lines: readonly string[], ends: readonly number[], from: number, out: T[], make: LineMaker<T>, bytes?: Buffer, starts?: readonly number[]): void {

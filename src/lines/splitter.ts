@@ -27,6 +27,11 @@ export class LineSplitter {
     this.pos = offset;
   }
 
+  /** The file offset of the next byte pushed. */
+  get offset(): number {
+    return this.pos;
+  }
+
   /** bytes of the held partial line */
   get pendingBytes(): number {
     return this.partLen;

@@ -3,7 +3,8 @@
 
 import { createHash } from 'node:crypto';
 import type { FileHandle } from 'node:fs/promises';
-import type { FilePosition } from './types.js';
+import { idPrefix } from '../core/ids.js';
+import type { FilePosition, SourceContext } from './types.js';
 
 /** Bytes of a file's head hashed into its fingerprint. */
 export const FINGERPRINT_BYTES = 256;
@@ -28,4 +29,16 @@ export async function sameContent(fh: FileHandle, size: number, pos: FilePositio
 export function fingerprintShort(fingerprint: string | undefined, size: number): boolean {
   const n = fingerprint === undefined ? 0 : Number.parseInt(fingerprint, 10);
   return n < FINGERPRINT_BYTES && size > n;
+}
+
+/**
+ * The file's part of its lines' ids (DESIGN.md §14): device, inode, birth time and truncations;
+ * undefined when the pipeline stamps no ids. The birth time tells a file from an earlier one that
+ * had its inode (kubelet gzips a rotated log and deletes it; the next rotation's new file often
+ * gets the freed inode): without it, the new file's lines would repeat the old one's ids and a
+ * dedup collector would drop them.
+ */
+export function fileIdPrefix(ctx: SourceContext, pluginId: string, dev: number, inode: number, born: number, truncations: number): string | undefined {
+  if (ctx.idNode === undefined) return undefined;
+  return born > 0 ? idPrefix(ctx.idNode, ctx.pipeline, pluginId, dev, inode, born, truncations) : idPrefix(ctx.idNode, ctx.pipeline, pluginId, dev, inode, truncations);
 }

@@ -1,26 +1,19 @@
-// The open files of a `file` source: opening one at a position (checked against the file's
-// identity), reading it to its end in batches through the line-assembly stages, emitting entries
-// with their ids, and the acknowledged positions that move as those entries are done (DESIGN.md
-// §6, §15, §21). Discovery and rotation decide which files are open (file.ts).
+// One open file of a `file` source: read to its end in batches through its line reader, its
+// entries handed to the flow, and its acknowledged position moved as they are done (DESIGN.md
+// §6, §15, §21). Opening one (file-open.ts) and which are open (file-tail-set.ts, file.ts) are
+// decided elsewhere.
 
-import { type FileHandle, open, realpath } from 'node:fs/promises';
-import { basename } from 'node:path';
+import type { FileHandle } from 'node:fs/promises';
 import { InOrder } from '../core/ack.js';
-import { type Entry, parseLine } from '../core/entry.js';
-import { errorMessage } from '../core/errors.js';
-import { idPrefix } from '../core/ids.js';
-import { LineAssembler } from '../lines/assembler.js';
-import { entryOf, lineEntry } from '../lines/entries.js';
-import { containerLinkMeta, type KubernetesMeta, podLogMeta } from '../lines/kubernetes.js';
-import type { LineCounters, LineMaker, LogicalLine, Resume } from '../lines/line.js';
-import type { MultilineRules } from '../lines/multiline.js';
-import { LineSplitter } from '../lines/splitter.js';
-import type { FileSourceConfig } from './file-config.js';
-import { fingerprintOf, fingerprintShort, sameContent } from './file-identity.js';
-import type { FilePosition, SourceContext, SourcePositions } from './types.js';
+import type { Entry } from '../core/entry.js';
+import type { KubernetesMeta } from '../lines/kubernetes.js';
+import type { LineCounters, Resume } from '../lines/line.js';
+import type { LineReader } from '../lines/reader.js';
+import { fingerprintOf, fingerprintShort } from './file-identity.js';
+import type { FilePosition, SourceContext } from './types.js';
 
 /** Bytes per read; one read yields one batch. */
-const READ_CHUNK = 64 * 1024;
+export const READ_CHUNK = 64 * 1024;
 
 /** The `file` source's counters. */
 export interface FileCounters extends LineCounters {
@@ -33,378 +26,139 @@ export interface FileCounters extends LineCounters {
   lag_bytes: number;
 }
 
-export interface Tail {
-  path: string;
-  readonly name: string;
+/** What the files of one source share: where their entries go, the counters, their ids. */
+export interface TailEnv {
+  readonly ctx: SourceContext;
+  readonly counters: FileCounters;
+  /** The ids' prefix of a file's lines (file-identity.ts); undefined when the pipeline stamps none. */
+  idPrefix(dev: number, inode: number, born: number, truncations: number): string | undefined;
+  /** `tail` has no batch left that is not done */
+  settled(tail: Tail): void;
+}
+
+/** A Tail's parts when it is opened (`renamedTo`: set for a rotated file handed over, its path the old name). */
+export type TailInit = Pick<Tail, 'path' | 'source' | 'k8s' | 'inode' | 'dev' | 'born' | 'fh' | 'reader' | 'offset' | 'acked' | 'size' | 'truncations' | 'fingerprint' | 'renamedTo'>;
+
+export class Tail {
+  // `declare`d: the parts it is opened with (TailInit), set at once by the constructor
+  declare path: string;
   /** the entries' `source`: the base name, or the container's name with `kubernetes_metadata` */
-  readonly source: string;
-  readonly k8s: KubernetesMeta | undefined;
-  readonly inode: number;
-  readonly dev: number;
+  declare readonly source: string;
+  declare readonly k8s: KubernetesMeta | undefined;
+  declare readonly inode: number;
+  declare readonly dev: number;
   /** the file's birth time (ms, 0 where the platform has none): an inode used again by a new file is another file */
-  readonly born: number;
-  readonly fh: FileHandle;
-  readonly lines: LineSplitter;
-  /** container and multiline stages; undefined for plain lines */
-  readonly assembler: LineAssembler | undefined;
-  /** where the next physical line begins */
-  lineStart: number;
+  declare readonly born: number;
+  declare readonly fh: FileHandle;
+  /** bytes in, entries out */
+  declare readonly reader: LineReader;
   /** next byte to read */
-  offset: number;
+  declare offset: number;
   /** the acknowledged position (DESIGN.md §15): every line before it is done (and what past it is, when something is open) */
-  acked: Resume;
+  declare acked: Resume;
   /** the emitted batches' positions, completed as their entries are done */
   readonly order: InOrder<Resume>;
   /** size at the last stat, for `lag_bytes` */
-  size: number;
+  declare size: number;
   /** truncations seen for this file; part of its lines' ids */
-  truncations: number;
+  declare truncations: number;
   /** `<bytes>:<hash>` of the file's first bytes; undefined while it is empty */
-  fingerprint: string | undefined;
-  /** the ids of this file's lines start with it (when the pipeline stamps ids) */
-  idPrefix: string;
+  declare fingerprint: string | undefined;
   /**
    * the path no longer names this file: renamed away (rotated: tailed until idle for
    * ROTATE_WAIT_MS) or deleted; read to its end, then closed
    */
   detached: boolean;
   /** the file has no name left at all (nlink 0) */
-  deleted: boolean;
+  deleted = false;
   /** a rotated file's name in the directory now, when found: its positions go under it */
-  renamedTo: string | undefined;
+  declare renamedTo: string | undefined;
   /** when the file last grew (or was detached), epoch ms */
-  grewAt: number;
-}
+  grewAt = Date.now();
 
-export /** A position a file is resumed from, and where to start instead when the file is not the one it names. */
-interface Resumed {
-  readonly pos: FilePosition;
-  readonly otherwise: (size: number) => number;
-}
+  constructor(
+    init: TailInit,
+    private readonly env: TailEnv,
+  ) {
+    Object.assign(this, init);
+    this.detached = init.renamedTo !== undefined;
+    this.order = new InOrder((end) => {
+      this.acked = end;
+      if (this.order.outstanding === 0) env.settled(this);
+    });
+  }
 
-export interface TailSetEnv {
-  readonly pluginId: string;
-  readonly cfg: FileSourceConfig;
-  readonly multiline: MultilineRules | undefined;
-  readonly counters: FileCounters;
-  readonly ctx: SourceContext;
-  /** reading stops at once (the source is paused or stopped) */
-  halted(): boolean;
-}
+  /** The acknowledged position, as a checkpoint keeps it. */
+  position(): FilePosition {
+    const { acked } = this;
+    return {
+      inode: this.inode,
+      offset: acked.offset,
+      dev: this.dev,
+      truncations: this.truncations,
+      fingerprint: this.fingerprint,
+      ...(acked.read === undefined ? {} : { read: acked.read, streams: acked.streams }),
+    };
+  }
 
-/** The open (and finishing) files of one `file` source. */
-export function createTailSet(env: TailSetEnv) {
-  const { cfg, multiline, counters, ctx } = env;
-  const assembles = cfg.container_format !== 'none' || multiline !== undefined;
-  /** closed files whose last batches are not done yet: their positions stay reported until they are */
-  const finishing = new Set<Tail>();
-  /** open files by inode; insertion order is read order, so a rotated file comes before its successor */
-  const tails = new Map<number, Tail>();
-  /** the detached tails among them */
-  const rotated = new Set<Tail>();
-  /** paths that could not be opened, with the inode already warned about */
-  const unopenable = new Map<string, number>();
-  const buf = Buffer.allocUnsafe(READ_CHUNK);
+  /** Looks at the file again: deleted, truncated (read again from its start under new ids), its size; returns the size. */
+  async stat(): Promise<number> {
+    const st = await this.fh.stat();
+    if (this.detached && st.nlink === 0) this.deleted = true;
+    if (st.size < this.offset) this.truncated();
+    this.size = st.size;
+    if (fingerprintShort(this.fingerprint, st.size)) this.fingerprint = await fingerprintOf(this.fh, st.size);
+    return st.size;
+  }
 
-  /** Hands a batch of `tail`'s entries to the flow; its acknowledged position moves to `mark` once they are done. */
-  const emitBatch = (tail: Tail, batch: Entry[], mark: Resume) => {
-    const done = tail.order.add(mark);
+  /** Reads up to `size` (or on to the end the file has by then) into `buf`, a batch a read; false when `halted` stopped it. */
+  async readTo(size: number, buf: Buffer, halted: () => boolean): Promise<boolean> {
+    while (this.offset < size) {
+      if (halted()) return false;
+      const { bytesRead } = await this.fh.read(buf, 0, Math.min(buf.length, size - this.offset), this.offset);
+      if (bytesRead === 0) {
+        size = (await this.fh.stat()).size;
+        if (size <= this.offset) break;
+        continue;
+      }
+      this.offset += bytesRead;
+      this.grewAt = Date.now();
+      this.env.counters.bytes_read += bytesRead;
+      const batch: Entry[] = [];
+      this.emit(batch, this.reader.push(buf.subarray(0, bytesRead), batch));
+    }
+    const batch: Entry[] = [];
+    const expired = this.reader.expire(batch);
+    if (expired !== undefined) this.emit(batch, expired);
+    return true;
+  }
+
+  /** Emits everything held open: the partial line, container partials, multiline entries. */
+  flush(): void {
+    const batch: Entry[] = [];
+    const mark = this.reader.flush(batch);
+    if (mark !== undefined) this.emit(batch, mark);
+  }
+
+  /** What is held open is emitted, and the file is read again from its start as the next truncation. */
+  private truncated(): void {
+    this.env.counters.truncations++;
+    this.flush();
+    this.offset = 0;
+    this.acked = { offset: 0 };
+    this.truncations++;
+    this.reader.restart(this.env.idPrefix(this.dev, this.inode, this.born, this.truncations));
+    this.fingerprint = undefined;
+  }
+
+  /** Hands a batch to the flow; the acknowledged position moves to `mark` once its entries are done. */
+  private emit(batch: Entry[], mark: Resume): void {
+    const done = this.order.add(mark);
     if (batch.length === 0) {
       done();
       return;
     }
-    counters.total_entries += batch.length;
-    ctx.emit(batch, done);
-  };
-
-  /**
-   * Emits a batch of `tail`'s physical lines (`ends[i]`: where line i ends in the file; `starts[i]`,
-   * when given: where it begins in `chunk`, the bytes it was read from).
-   */
-  const emitLines = (tail: Tail, lines: string[], ends: number[], chunk?: Buffer, starts?: number[]) => {
-    const readEnd = tail.offset - tail.lines.pendingBytes;
-    const now = Date.now();
-    if (tail.assembler !== undefined && multiline === undefined) {
-      // container lines alone: their entries are made as they are completed
-      const batch: Entry[] = [];
-      tail.assembler.pushMade(lines, ends, tail.lineStart, batch, entryMaker(tail, now), chunk, starts);
-      if (ends.length > 0) tail.lineStart = ends[ends.length - 1]!;
-      emitBatch(tail, batch, tail.assembler.resume(readEnd));
-      return;
-    }
-    if (tail.assembler !== undefined) {
-      const out: LogicalLine[] = [];
-      tail.assembler.push(lines, ends, tail.lineStart, now, out, chunk, starts);
-      if (ends.length > 0) tail.lineStart = ends[ends.length - 1]!;
-      emitLogical(tail, out, tail.assembler.resume(readEnd), now);
-      return;
-    }
-    const batch: Entry[] = new Array(lines.length);
-    for (let i = 0; i < lines.length; i++) batch[i] = parseLine(lines[i]!, tail.name, now, cfg.raw);
-    if (ctx.idNode !== undefined) for (let i = 0; i < batch.length; i++) batch[i]!.id = tail.idPrefix + ends[i]!.toString(36);
-    emitBatch(tail, batch, { offset: readEnd });
-  };
-
-  /** Makes the entries of `tail`'s logical lines read at `now`, with their ids (as emitLogical). */
-  const entryMaker = (tail: Tail, now: number): LineMaker<Entry> => {
-    const { source, k8s } = tail;
-    const raw = cfg.raw;
-    const node = nodeOf(tail);
-    if (ctx.idNode === undefined && node === undefined) return (text, _start, _end, _idAt, stream, time, nanos) => lineEntry(text, stream, time, nanos, source, now, raw, k8s);
-    return (text, _start, _end, idAt, stream, time, nanos) => {
-      const entry = lineEntry(text, stream, time, nanos, source, now, raw, k8s);
-      if (node !== undefined) entry.node ??= node;
-      if (ctx.idNode !== undefined) entry.id = tail.idPrefix + idAt.toString(36);
-      return entry;
-    };
-  };
-
-  /**
-   * The node a container's entries were produced on: this one (§21), set at the source so that an
-   * edge writing to a local or an otlp sink keeps it, not only after a chain hop.
-   */
-  const nodeOf = (tail: Tail): string | undefined => (tail.k8s === undefined ? undefined : ctx.node);
-
-  const emitLogical = (tail: Tail, out: LogicalLine[], mark: Resume, now: number) => {
-    const batch: Entry[] = new Array(out.length);
-    for (let i = 0; i < out.length; i++) batch[i] = entryOf(out[i]!, tail.source, now, cfg.raw, tail.k8s);
-    const node = nodeOf(tail);
-    if (node !== undefined) for (const entry of batch) entry.node ??= node;
-    if (ctx.idNode !== undefined) for (let i = 0; i < batch.length; i++) batch[i]!.id = tail.idPrefix + out[i]!.idAt.toString(36);
-    emitBatch(tail, batch, mark);
-  };
-
-  /**
-   * The file's part of its lines' ids: device, inode, birth time and truncations. The birth time
-   * tells a file from an earlier one that had its inode (kubelet gzips a rotated log and deletes
-   * it; the next rotation's new file often gets the freed inode): without it, the new file's
-   * lines would repeat the old one's ids and a dedup collector would drop them.
-   */
-  const fileIdPrefix = (dev: number, inode: number, born: number, truncations: number) =>
-    ctx.idNode === undefined ? '' : born > 0 ? idPrefix(ctx.idNode, ctx.pipeline, env.pluginId, dev, inode, born, truncations) : idPrefix(ctx.idNode, ctx.pipeline, env.pluginId, dev, inode, truncations);
-
-  const closeTail = async (tail: Tail) => {
-    tails.delete(tail.inode);
-    rotated.delete(tail);
-    if (tail.order.outstanding > 0) finishing.add(tail);
-    counters.active_watchers = tails.size;
-    await tail.fh.close().catch(() => undefined);
-  };
-
-  /** Emits everything `tail` holds open: its partial line, container partials, multiline entries. */
-  const flushTail = (tail: Tail) => {
-    const out: string[] = [];
-    const ends: number[] = [];
-    tail.lines.flush(out, ends);
-    if (out.length > 0) emitLines(tail, out, ends);
-    if (tail.assembler === undefined) return;
-    const now = Date.now();
-    const logical: LogicalLine[] = [];
-    tail.assembler.flush(tail.offset, now, logical);
-    if (logical.length > 0) emitLogical(tail, logical, tail.assembler.resume(tail.offset), now);
-  };
-
-  /** Whether `tail` holds anything open that its successor's first bytes must come after. */
-  const holdsOpen = (tail: Tail) => tail.lines.pendingBytes > 0 || (tail.assembler !== undefined && tail.assembler.resume(tail.offset).offset < tail.offset);
-
-  /** Emits the multiline entries of `tail` quiet for `timeout_ms`. */
-  const expireTail = (tail: Tail) => {
-    const now = Date.now();
-    const due = tail.assembler?.nextTimeout();
-    if (due === undefined || due > now) return;
-    const out: LogicalLine[] = [];
-    tail.assembler!.expire(now, out);
-    emitLogical(tail, out, tail.assembler!.resume(tail.offset - tail.lines.pendingBytes), now);
-  };
-
-  /** Reads `tail` up to its current end (or until paused/stopped); returns false when paused. */
-  const readTail = async (tail: Tail): Promise<boolean> => {
-    const st = await tail.fh.stat();
-    if (tail.detached && st.nlink === 0) tail.deleted = true;
-    if (st.size < tail.offset) {
-      counters.truncations++;
-      flushTail(tail);
-      tail.offset = 0;
-      tail.acked = { offset: 0 };
-      tail.lineStart = 0;
-      tail.lines.at(0);
-      tail.truncations++;
-      tail.idPrefix = fileIdPrefix(tail.dev, tail.inode, tail.born, tail.truncations);
-      tail.fingerprint = undefined;
-    }
-    let size = st.size;
-    tail.size = size;
-    if (fingerprintShort(tail.fingerprint, size)) tail.fingerprint = await fingerprintOf(tail.fh, size);
-    // A rotated file's held partial line (and open entry) comes before its successor's first
-    // bytes; until then the application may still complete it through its old descriptor.
-    if (tail.offset < size && !tail.detached) for (const r of rotated) if (r.path === tail.path && holdsOpen(r)) flushTail(r);
-    while (tail.offset < size) {
-      if (env.halted()) return false;
-      const { bytesRead } = await tail.fh.read(buf, 0, Math.min(READ_CHUNK, size - tail.offset), tail.offset);
-      if (bytesRead === 0) {
-        size = (await tail.fh.stat()).size;
-        if (size <= tail.offset) break;
-        continue;
-      }
-      tail.offset += bytesRead;
-      tail.grewAt = Date.now();
-      counters.bytes_read += bytesRead;
-      const out: string[] = [];
-      const ends: number[] = [];
-      // CRI prefixes are read from the bytes
-      const starts = cfg.container_format === 'none' ? undefined : [];
-      const before = tail.lines.truncated;
-      const chunk = buf.subarray(0, bytesRead);
-      tail.lines.push(chunk, out, ends, starts);
-      counters.truncated_lines += tail.lines.truncated - before;
-      emitLines(tail, out, ends, chunk, starts);
-    }
-    if (tail.assembler !== undefined) expireTail(tail);
-    return true;
-  };
-
-  /** `source` and `fields.k8s` of the file at `path` (with `kubernetes_metadata`). */
-  const kubernetesOf = async (path: string): Promise<KubernetesMeta | undefined> => {
-    if (!cfg.kubernetes_metadata) return undefined;
-    const direct = podLogMeta(path);
-    if (direct) return direct;
-    // a /var/log/containers link: its target under /var/log/pods says more (uid, restart count)
-    const target = await realpath(path).catch(() => path);
-    return podLogMeta(target) ?? containerLinkMeta(path);
-  };
-
-  /**
-   * Opens `path` from `offset`. With `rotatedFrom` (the name the predecessor reported it under) it
-   * is a rotated file handed over: only that inode will do, and it is tailed as detached.
-   * `resumed`: the position `offset` comes from; a file whose content does not match it (the
-   * inode was used again) is another file, read from `otherwise` (or not taken when rotated).
-   */
-  const openTail = async (path: string, inode: number, offset: number, rotatedFrom?: string, resumed?: Resumed): Promise<Tail | undefined> => {
-    let fh: FileHandle;
-    try {
-      fh = await open(path, 'r');
-    } catch (err) {
-      // gone since the scan is no news; anything else (EACCES) is said once per file
-      if ((err as NodeJS.ErrnoException).code !== 'ENOENT' && unopenable.get(path) !== inode) {
-        unopenable.set(path, inode);
-        ctx.log.warn({ path, error: errorMessage(err) }, 'File cannot be opened');
-      }
-      return undefined;
-    }
-    unopenable.delete(path);
-    try {
-      return await tailOpened(fh, path, inode, offset, rotatedFrom, resumed);
-    } catch (err) {
-      await fh.close().catch(() => undefined);
-      throw err;
-    }
-  };
-
-  const tailOpened = async (fh: FileHandle, path: string, inode: number, offset: number, rotatedFrom?: string, resumed?: Resumed): Promise<Tail | undefined> => {
-    const st = await fh.stat();
-    let truncations = 0;
-    /** what a predecessor had open at its position: delivered lines past it are passed over */
-    let resume: Resume = { offset };
-    if (resumed && st.ino === inode) {
-      const known = (resumed.pos.dev === undefined || resumed.pos.dev === st.dev) && (await sameContent(fh, st.size, resumed.pos));
-      if (known) {
-        truncations = resumed.pos.truncations ?? 0;
-        if (resumed.pos.read !== undefined && resumed.pos.offset === offset) resume = { offset, read: resumed.pos.read, streams: resumed.pos.streams ?? {} };
-      }
-      else if (rotatedFrom !== undefined) {
-        await fh.close();
-        return undefined;
-      } else offset = resumed.otherwise(st.size);
-    }
-    // a handed-over file is known by its inode alone: one shorter than its position is not it
-    // (the inode was freed and used again during the handover)
-    if ((st.ino !== inode || st.size < offset) && rotatedFrom !== undefined) {
-      await fh.close();
-      return undefined;
-    }
-    if (st.ino !== inode) {
-      // replaced between the scan and the open: it is newer still, read from its start
-      offset = 0;
-      inode = st.ino;
-      const existing = tails.get(inode);
-      if (existing) {
-        await fh.close();
-        return existing;
-      }
-    }
-    if (offset > st.size) offset = 0;
-    if (offset !== resume.offset) resume = { offset };
-    const lines = new LineSplitter(cfg.max_line_bytes);
-    // Reading never starts inside a line: there, the head was had before (a predecessor cutting an
-    // over-long line reports the cut point) or was there before the start (from = "end").
-    if (offset > 0) {
-      const { bytesRead } = await fh.read(buf, 0, 1, offset - 1);
-      if (bytesRead === 1 && buf[0] !== 10) lines.skipLine();
-    }
-    lines.at(offset);
-    const name = rotatedFrom ?? path;
-    const k8s = await kubernetesOf(name);
-    const tail: Tail = {
-      path: name,
-      name: basename(name),
-      source: k8s?.container ?? basename(name),
-      k8s,
-      inode,
-      dev: st.dev,
-      born: st.birthtimeMs,
-      fh,
-      lines,
-      assembler: assembles ? new LineAssembler({ format: cfg.container_format, maxLineBytes: cfg.max_line_bytes, multiline }, counters, resume) : undefined,
-      lineStart: offset,
-      offset,
-      acked: resume,
-      order: new InOrder((end) => {
-        tail.acked = end;
-        if (tail.order.outstanding === 0) finishing.delete(tail);
-      }),
-      size: st.size,
-      truncations,
-      fingerprint: await fingerprintOf(fh, st.size),
-      idPrefix: fileIdPrefix(st.dev, inode, st.birthtimeMs, truncations),
-      detached: rotatedFrom !== undefined,
-      deleted: false,
-      renamedTo: rotatedFrom === undefined ? undefined : path,
-      grewAt: Date.now(),
-    };
-    tails.set(inode, tail);
-    if (tail.detached) rotated.add(tail);
-    counters.active_watchers = tails.size;
-    return tail;
-  };
-
-  const updateLag = () => {
-    let lag = 0;
-    for (const tail of tails.values()) lag += Math.max(0, tail.size - tail.acked.offset);
-    counters.lag_bytes = lag;
-  };
-
-  /** The acknowledged positions of the open and finishing files, by path. */
-  const positions = (): SourcePositions => {
-    const out: SourcePositions = {};
-    for (const tail of [...finishing, ...tails.values()]) {
-      // a rotated file goes under its new name, for a successor to finish it
-      const path = tail.detached ? (tail.renamedTo ?? tail.path) : tail.path;
-      if (tail.detached && out[path]) continue;
-      const pos: FilePosition = {
-        inode: tail.inode,
-        offset: tail.acked.offset,
-        dev: tail.dev,
-        truncations: tail.truncations,
-        fingerprint: tail.fingerprint,
-        ...(tail.acked.read === undefined ? {} : { read: tail.acked.read, streams: tail.acked.streams }),
-      };
-      // a finishing file (closed, last lines not yet done) is handed over as a rotated one: a successor reads it to its end
-      out[path] = (tail.detached && !tail.deleted) || finishing.has(tail) ? { ...pos, rotated: true } : pos;
-    }
-    return out;
-  };
-
-  return { tails, rotated, finishing, unopenable, openTail, readTail, flushTail, closeTail, updateLag, positions };
+    this.env.counters.total_entries += batch.length;
+    this.env.ctx.emit(batch, done);
+  }
 }
-
-export type TailSet = ReturnType<typeof createTailSet>;

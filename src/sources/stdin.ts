@@ -3,15 +3,12 @@
 // entry are emitted), not the process. Pausable.
 
 import type { Entry } from '../core/entry.js';
-import { parseLine } from '../core/entry.js';
 import { pluginConfig } from '../core/plugin-config.js';
 import { BUFFER_FIELDS } from '../buffer/config.js';
 import type { PluginSpec } from '../config/spec.js';
-import { LineAssembler } from '../lines/assembler.js';
-import { entryOf } from '../lines/entries.js';
-import type { LineCounters, LogicalLine } from '../lines/line.js';
+import type { LineCounters } from '../lines/line.js';
 import { MULTILINE_FIELDS, type MultilineConfig, multilineRules } from '../lines/multiline.js';
-import { LineSplitter } from '../lines/splitter.js';
+import { LineReader } from '../lines/reader.js';
 import type { Source, SourceFactory } from './types.js';
 
 /** Longest line kept whole, bytes; longer ones are cut and counted in `truncated_lines`. */
@@ -46,65 +43,37 @@ export const createStdinSource: SourceFactory = (plugin, ctx): Source => {
     multiline_splits: 0,
     multiline_timeouts: 0,
   } satisfies LineCounters & Record<string, number>;
-  const lines = new LineSplitter(MAX_LINE_BYTES);
-  const assembler = multiline ? new LineAssembler({ format: 'none', maxLineBytes: MAX_LINE_BYTES, multiline }, counters) : undefined;
+  const reader = new LineReader(
+    { format: 'none', maxLineBytes: MAX_LINE_BYTES, multiline, raw: cfg.raw, name: 'stdin', source: 'stdin', k8s: undefined, node: undefined },
+    counters,
+    { offset: 0, idPrefix: undefined },
+  );
   const input = process.stdin;
   let started = false;
   let ended = false;
-  /** where the next line begins in the input, bytes */
-  let lineStart = 0;
   let expireTimer: NodeJS.Timeout | undefined;
 
-  const emitEntries = (batch: Entry[]) => {
+  const emit = (batch: Entry[]) => {
     if (batch.length === 0) return;
     counters.total_entries += batch.length;
     ctx.emit(batch);
   };
-  const emitLogical = (out: LogicalLine[], now: number) => {
-    const batch: Entry[] = new Array(out.length);
-    for (let i = 0; i < out.length; i++) batch[i] = entryOf(out[i]!, 'stdin', now, cfg.raw, undefined);
-    emitEntries(batch);
-  };
-  const emit = (out: string[], ends: number[]) => {
-    counters.truncated_lines = lines.truncated;
-    const now = Date.now();
-    if (assembler) {
-      const logical: LogicalLine[] = [];
-      assembler.push(out, ends, lineStart, now, logical);
-      if (ends.length > 0) lineStart = ends[ends.length - 1]!;
-      emitLogical(logical, now);
-      return;
-    }
-    const batch: Entry[] = new Array(out.length);
-    for (let i = 0; i < out.length; i++) batch[i] = parseLine(out[i]!, 'stdin', now, cfg.raw);
-    emitEntries(batch);
-  };
   /** Emits the held partial line and the open entries. */
   const flush = () => {
-    const out: string[] = [];
-    const ends: number[] = [];
-    lines.flush(out, ends);
-    emit(out, ends);
-    if (!assembler) return;
-    const now = Date.now();
-    const logical: LogicalLine[] = [];
-    assembler.flush(lineStart, now, logical);
-    emitLogical(logical, now);
+    const batch: Entry[] = [];
+    reader.flush(batch);
+    emit(batch);
   };
   const expire = () => {
-    const now = Date.now();
-    const due = assembler?.nextTimeout();
-    if (due === undefined || due > now) return;
-    const logical: LogicalLine[] = [];
-    assembler!.expire(now, logical);
-    emitLogical(logical, now);
+    const batch: Entry[] = [];
+    reader.expire(batch);
+    emit(batch);
   };
   const onData = (chunk: Buffer) => {
     counters.bytes_read += chunk.length;
-    const out: string[] = [];
-    const ends: number[] = [];
-    lines.push(chunk, out, ends);
-    emit(out, ends);
+    const batch: Entry[] = [];
+    reader.push(chunk, batch);
+    emit(batch);
   };
   const onEnd = () => {
     if (ended) return;
@@ -135,7 +104,7 @@ export const createStdinSource: SourceFactory = (plugin, ctx): Source => {
       input.on('data', onData);
       input.once('end', onEnd);
       input.on('error', onError);
-      if (assembler) expireTimer = setInterval(expire, EXPIRE_INTERVAL_MS).unref();
+      if (multiline) expireTimer = setInterval(expire, EXPIRE_INTERVAL_MS).unref();
       if (ctx.isSaturated()) input.pause();
       else input.resume();
     },

@@ -2,6 +2,16 @@
 
 import { readFileSync } from 'node:fs';
 
+/** A Java stack trace with a cause, as the `java` multiline preset groups it into one entry. */
+export const JAVA_TRACE: readonly string[] = [
+  'java.lang.IllegalStateException: order 42 not found',
+  '\tat com.example.shop.OrderService.find(OrderService.java:88)',
+  '\tat java.base/java.lang.Thread.run(Thread.java:1583)',
+  'Caused by: java.sql.SQLException: connection reset',
+  '\tat org.postgresql.core.v3.QueryExecutorImpl.execute(QueryExecutorImpl.java:356)',
+  '\t... 1 more',
+];
+
 /** `<prefix> <i>` for from ≤ i ≤ to. */
 export function lines(prefix: string, from: number, to: number): string[] {
   const out: string[] = [];

@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import test from 'ava';
 import { chainSinkToml, QUICK_BACKOFF } from '../helpers/chain.js';
 import { collectorToml } from '../helpers/exactly-once.js';
+import { JAVA_TRACE } from '../helpers/lines.js';
 import { childPids, freePort, killWithWorkers, nodeStarter, ownedTempDir, type RunningNode, spawnOwnedNode, startNodeInDir, waitFor } from '../helpers/node.js';
 import { latestCounter } from '../helpers/status.js';
 import { fileSourceToml, sinkToml } from '../helpers/toml.js';
@@ -39,14 +40,6 @@ type = "json"
 ${fileSourceToml('f', dir, 'pattern = "*.log"\nfrom = "start"\ncheck_interval_ms = 100')}${multiline}
 ${sinkToml('out', 'stdout')}`;
 
-const JAVA_TRACE = [
-  'java.lang.IllegalStateException: order 42 not found',
-  '\tat com.example.shop.OrderService.find(OrderService.java:88)',
-  '\tat java.base/java.lang.Thread.run(Thread.java:1583)',
-  'Caused by: java.sql.SQLException: connection reset',
-  '\tat org.postgresql.core.v3.QueryExecutorImpl.execute(QueryExecutorImpl.java:356)',
-  '\t... 1 more',
-];
 
 test.serial('preset java through the file source: the trace is one entry, single lines stay single, the last group of a quiet file goes on its timeout', async (t) => {
   const root = ownedTempDir(t);
