@@ -33,7 +33,7 @@ function loadedBy(dir: string, pid: number): string[] {
 }
 
 /** The worker's own plugins (a file source, a null sink) and the registries. */
-const OWN_PLUGINS = /^src\/(sources\/(index|types|file(-[a-z]+)?)|sinks\/(index|types|null))\.js$/;
+const OWN_PLUGINS = /^src\/(sources\/(index|types|file(-[a-z]+)*)|sinks\/(index|types|null))\.js$/;
 
 test('the primary loads no plugin code, and a worker only the source and sink types of its pipeline', async (t) => {
   const dir = ownedTempDir(t);
