@@ -1,5 +1,6 @@
 // `tcp_chain` source: the receiving end of a chain link (DESIGN.md §9). Each connection sends a
-// hello, then one JSON entry per line; entries are emitted one batch per read and acknowledged
+// hello, then one JSON entry per line, or, when its hello offered version 2 (§25), one binary frame
+// per entry (chain/wire-v2.ts); entries are emitted one batch per read and acknowledged
 // once they are done (every sink delivered them or dropped them with a count, DESIGN.md §15), in
 // order. A saturated pipeline pauses every connection (TCP backpressure).
 
@@ -8,6 +9,7 @@ import { StringDecoder } from 'node:string_decoder';
 import { STREAM_CODECS, streamDecompressor } from '../chain/compression.js';
 import { acceptFor, ackLine, decodeEntry, errorLine, isReportLine, LineSplitter, okLine, parseHello, reportOfLine, trailingIdOf } from '../chain/protocol.js';
 import { reportSourceCounters, takeReport } from '../chain/reports.js';
+import { decodeEntryFrame, type Frame, FRAME_REPORT, frameIdOf, FrameReader, PROTOCOL_V2, reportOfFrame } from '../chain/wire-v2.js';
 import { CHAIN_SOURCE_BUFFER_SIZE, type ChainSourceConfig, chainSourceConfig, chainSourceCounters, chainSourceFields } from '../chain/source-config.js';
 import type { PluginSpec } from '../config/spec.js';
 import { doneBy, InOrder } from '../core/ack.js';
@@ -46,13 +48,13 @@ interface Link {
 }
 
 export const TCP_CHAIN_SOURCE: PluginSpec = {
-  doc: 'receives entries from other nodes\' `tcp_chain` sinks (chain protocol v1 over TCP, NDJSON with acks)',
+  doc: 'receives entries from other nodes\' `tcp_chain` sinks (chain protocol over TCP: NDJSON, or version 2 frames when the sink offers them; acks)',
   fields: chainSourceFields({
     max_connections: { t: 'number', def: 0, int: true, min: 0, unit: 'connections', doc: 'links beyond this are refused (`rejected_conns`); 0 = unlimited' },
     buffer_size: CHAIN_SOURCE_BUFFER_SIZE,
     hello_timeout_ms: { t: 'number', def: 10000, int: true, min: 1, doc: 'a link that sends no hello this long is closed (`parse_errors`)' },
     read_timeout_ms: { t: 'number', def: 0, int: true, min: 0, doc: 'a link silent this long is closed; 0 = none' },
-    max_line_bytes: { t: 'number', def: 1048576, int: true, min: 64, doc: 'a longer line counts `parse_errors` and ends the link' },
+    max_line_bytes: { t: 'number', def: 1048576, int: true, min: 64, doc: 'a longer line (or version 2 frame) counts `parse_errors` and ends the link' },
   }),
 };
 
@@ -117,8 +119,8 @@ export const createTcpChainSource: SourceFactory = (plugin, ctx): Source => {
       skipped = 0;
       ctx.emit(b, link.order.add(link.received));
     };
-    /** Takes the hello line; the codec the sink's stream then uses, or undefined (plain, or refused). */
-    const onHello = (line: string): { codec?: string } | undefined => {
+    /** Takes the hello line; the codec the sink's stream then uses and whether it is frames, or undefined (refused). */
+    const onHello = (line: string): { codec?: string; frames: boolean } | undefined => {
       const hello = parseHello(line);
       clearTimeout(link.helloTimer);
       if (!hello.ok) {
@@ -130,11 +132,13 @@ export const createTcpChainSource: SourceFactory = (plugin, ctx): Source => {
       link.ready = true;
       link.node = link.session?.auth_identity ?? (hello.node || undefined);
       // offered features this source does not know are ignored (DESIGN.md §25)
-      const accept = acceptFor(hello.offer, { compression: STREAM_CODECS, report: [1] });
+      const accept = acceptFor(hello.offer, { compression: STREAM_CODECS, report: [1], version: [PROTOCOL_V2] });
       link.reports = accept.report !== undefined;
       socket.write(okLine(accept));
-      return { codec: typeof accept.compression === 'string' ? accept.compression : undefined };
+      return { codec: typeof accept.compression === 'string' ? accept.compression : undefined, frames: accept.version === PROTOCOL_V2 };
     };
+    /** when the read being taken apart came: the time of its entries that have none */
+    let now = 0;
     const onLine = (line: string) => {
       if (link.closed) return;
       if (line.length === 0) return;
@@ -142,7 +146,6 @@ export const createTcpChainSource: SourceFactory = (plugin, ctx): Source => {
         takeReport(reportOfLine(line), link.session?.auth_identity, counters, ctx.report);
         return;
       }
-      const now = Date.now();
       if (ctx.duplicate) {
         // a copy the dedup window already has is dropped before its decode
         const id = trailingIdOf(line);
@@ -159,23 +162,59 @@ export const createTcpChainSource: SourceFactory = (plugin, ctx): Source => {
       batch.push(entry);
       if (batch.length + skipped >= cfg.buffer_size) flush();
     };
+    /** version 2: one frame (chain/wire-v2.ts) */
+    const onFrame = (f: Frame) => {
+      if (link.closed) return;
+      if (f.buf[f.at] === FRAME_REPORT) {
+        if (link.reports) takeReport(reportOfFrame(f), link.session?.auth_identity, counters, ctx.report);
+        else counters.parse_errors++;
+        return;
+      }
+      const id = frameIdOf(f);
+      // a copy the dedup window already has is dropped before its decode
+      if (ctx.duplicate && id !== undefined && ctx.duplicate(id, now)) {
+        if (batch.length + ++skipped >= cfg.buffer_size) flush();
+        return;
+      }
+      const entry = decodeEntryFrame(f, link.node, now, ctx.pipeline, id);
+      if (!entry) {
+        counters.parse_errors++;
+        return;
+      }
+      batch.push(entry);
+      if (batch.length + skipped >= cfg.buffer_size) flush();
+    };
+    /** Ends a link whose line or frame is over max_line_bytes. */
+    const tooLong = (what: string) => {
+      counters.parse_errors++;
+      link.closed = true;
+      if (link.done !== link.acked) socket.write(ackLine(link.done));
+      refuse(link, `${what} over max_line_bytes (${cfg.max_line_bytes})`);
+    };
     const decoder = new StringDecoder('utf8');
     /** the lines of the stream after the hello, as text (inflated first when compressed) */
     const onText = (text: string) => {
       if (link.closed) return;
+      now = Date.now();
       const fits = splitter.push(text, onLine);
       flush();
-      if (!fits) {
-        counters.parse_errors++;
-        link.closed = true;
-        if (link.done !== link.acked) socket.write(ackLine(link.done));
-        refuse(link, `line over max_line_bytes (${cfg.max_line_bytes})`);
-        return;
-      }
+      if (!fits) return tooLong('line');
       // inflated text comes after the read that carried it: the pause is checked here too
       if (ctx.isSaturated()) socket.pause();
     };
-    let feed = (bytes: Buffer) => onText(decoder.write(bytes));
+    const frames = new FrameReader(cfg.max_line_bytes);
+    /** version 2: the frames of the stream after the hello (inflated first when compressed) */
+    const onFrames = (bytes: Buffer) => {
+      if (link.closed) return;
+      now = Date.now();
+      const fits = frames.push(bytes, onFrame);
+      flush();
+      if (!fits) return tooLong('frame');
+      if (ctx.isSaturated()) socket.pause();
+    };
+    const readLines = (bytes: Buffer) => onText(decoder.write(bytes));
+    /** the stream after the hello, in the version the hello chose (inflated first when compressed) */
+    let feed = readLines;
     /** bytes of the hello line read so far (it ends at the first \n; the stream follows it) */
     let helloBytes: Buffer[] | undefined = [];
     let helloSize = 0;
@@ -200,9 +239,11 @@ export const createTcpChainSource: SourceFactory = (plugin, ctx): Source => {
         helloBytes = undefined;
         const chosen = onHello(line);
         if (!chosen) return;
+        const read = chosen.frames ? onFrames : readLines;
+        feed = read;
         if (chosen.codec) {
           const inflate = streamDecompressor(chosen.codec);
-          inflate.on('data', (out: Buffer) => onText(decoder.write(out)));
+          inflate.on('data', read);
           inflate.on('error', () => {
             counters.parse_errors++;
             link.closed = true;
