@@ -2,11 +2,11 @@
 // offer `"version":2` the source accepted, the sink → source stream is length-prefixed binary
 // frames instead of JSON lines. An entry frame carries its time as a number, its level as a code,
 // and its strings as their UTF-8 bytes, the message last, as read: nothing is escaped on the way
-// out or searched for escapes on the way in. The receiving end makes each string a slice of one
-// Latin-1 text per read when the read is ASCII (most are), so a string costs no decode of its own.
+// out or searched for escapes on the way in. Numbers are written 7 bits a byte, so a frame of ASCII
+// strings is ASCII through and through (and says so in its flags): the receiving end makes each of
+// its strings a slice of one Latin-1 text per read, and a string costs no decode of its own.
 // Version 1 (wire.ts, protocol.ts) stays: a link uses version 2 only when both ends said so.
 
-import { isAscii } from 'node:buffer';
 import type { Ticket } from '../core/ack.js';
 import { fieldsJson, hasKeys } from '../core/entry-json.js';
 import type { Entry, Level } from '../core/entry.js';
@@ -22,24 +22,26 @@ export const PROTOCOL_V2 = 2;
 export const FRAME_ENTRY = 1;
 export const FRAME_REPORT = 2;
 
-/** Entry frame flags: which optional strings follow the id and source. */
+/** Entry frame flags: which optional strings it has, whether all its strings are ASCII, the time's sign. */
 const HAS_ID = 1;
 const HAS_NODE = 2;
 const HAS_FIELDS = 4;
-const KNOWN_FLAGS = HAS_ID | HAS_NODE | HAS_FIELDS;
+const ASCII = 8;
+const NEGATIVE_TIME = 16;
+const KNOWN_FLAGS = HAS_ID | HAS_NODE | HAS_FIELDS | ASCII | NEGATIVE_TIME;
 
 /** Level codes 1–6; 0 is no level. */
 const LEVELS: readonly (Level | undefined)[] = [undefined, 'TRACE', 'DEBUG', 'INFO', 'WARN', 'ERROR', 'FATAL'];
 const LEVEL_CODES: Readonly<Record<Level, number>> = { TRACE: 1, DEBUG: 2, INFO: 3, WARN: 4, ERROR: 5, FATAL: 6 };
 
-/** Bytes of the length, kind, flags, level and time: an entry frame's fixed head. */
-const HEAD_BYTES = 15;
-/** Where the time lies in a frame (after length, kind, flags and level). */
-const TIME_AT = 7;
-/** Bytes of a string's length prefix. */
-const LENGTH_BYTES = 4;
-/** The head and the length prefixes of id, source, node and fields. */
-const FIXED_BYTES = HEAD_BYTES + 4 * LENGTH_BYTES;
+/** Bytes of a length (a frame's, a string's): 5 bytes of 7 bits, most significant first. */
+const LENGTH_BYTES = 5;
+/** Bytes of the time: its magnitude in 8 bytes of 7 bits (56 bits; epoch ms need 53), most significant first. */
+const TIME_BYTES = 8;
+/** Bytes of an entry frame's body before its strings: kind, flags, level, time. */
+const BODY_HEAD_BYTES = 3 + TIME_BYTES;
+/** The length, the body's head, and the length prefixes of id, source, node and fields. */
+const FIXED_BYTES = LENGTH_BYTES + BODY_HEAD_BYTES + 4 * LENGTH_BYTES;
 /** UTF-8 bytes a UTF-16 unit may take. */
 const MAX_BYTES_PER_UNIT = 3;
 
@@ -111,44 +113,95 @@ export function eachRun(version: number, items: readonly FramedItem[], from: num
 
 // ── Encoding ──────────────────────────────────────────────────────────────────────────────────
 
-function putU32(buf: Buffer, at: number, n: number): void {
-  buf[at] = n >>> 24;
-  buf[at + 1] = (n >>> 16) & 0xff;
-  buf[at + 2] = (n >>> 8) & 0xff;
-  buf[at + 3] = n & 0xff;
+/** `n` (below 2^32: a Buffer's length) as LENGTH_BYTES bytes of 7 bits. */
+function putLength(buf: Buffer, at: number, n: number): void {
+  buf[at] = n >>> 28;
+  buf[at + 1] = (n >>> 21) & 0x7f;
+  buf[at + 2] = (n >>> 14) & 0x7f;
+  buf[at + 3] = (n >>> 7) & 0x7f;
+  buf[at + 4] = n & 0x7f;
 }
 
-function readU32(buf: Buffer, at: number): number {
-  return ((buf[at]! << 24) >>> 0) + (buf[at + 1]! << 16) + (buf[at + 2]! << 8) + buf[at + 3]!;
+/** A length written by putLength; -1 when a byte has its high bit set (no version 2 length). */
+function readLength(buf: Buffer, at: number): number {
+  const a = buf[at]!;
+  const b = buf[at + 1]!;
+  const c = buf[at + 2]!;
+  const d = buf[at + 3]!;
+  const e = buf[at + 4]!;
+  if ((a | b | c | d | e) & 0x80) return -1;
+  return a * 0x10000000 + ((b << 21) | (c << 14) | (d << 7) | e);
 }
+
+/** `ms` (a whole number, |ms| < 2^53) as TIME_BYTES bytes of 7 bits; its sign goes in the flags. */
+function putTime(buf: Buffer, at: number, ms: number): void {
+  const abs = Math.abs(ms);
+  const hi = Math.floor(abs / 0x10000000);
+  const lo = abs - hi * 0x10000000;
+  buf[at] = (hi >>> 21) & 0x7f;
+  buf[at + 1] = (hi >>> 14) & 0x7f;
+  buf[at + 2] = (hi >>> 7) & 0x7f;
+  buf[at + 3] = hi & 0x7f;
+  buf[at + 4] = (lo >>> 21) & 0x7f;
+  buf[at + 5] = (lo >>> 14) & 0x7f;
+  buf[at + 6] = (lo >>> 7) & 0x7f;
+  buf[at + 7] = lo & 0x7f;
+}
+
+/** The magnitude putTime wrote; NaN when a byte has its high bit set. */
+function readTime(buf: Buffer, at: number): number {
+  let hi = 0;
+  let lo = 0;
+  let high = 0;
+  for (let i = 0; i < 4; i++) {
+    hi = (hi << 7) | buf[at + i]!;
+    lo = (lo << 7) | buf[at + 4 + i]!;
+    high |= buf[at + i]! | buf[at + 4 + i]!;
+  }
+  return high & 0x80 ? Number.NaN : hi * 0x10000000 + lo;
+}
+
+/** Set by putString and writeFrame: a string written had a byte beyond ASCII. */
+let beyondAscii = false;
 
 /** `s` with its length prefix at `at`; returns the end. */
 function putString(buf: Utf8Writer, at: number, s: string): number {
   const n = buf.utf8Write(s, at + LENGTH_BYTES);
-  putU32(buf, at, n);
+  putLength(buf, at, n);
+  if (n !== s.length) beyondAscii = true;
   return at + LENGTH_BYTES + n;
 }
 
-/** The bytes of the last value, with their length prefix: a file's lines share their source, a relay's link their node. */
-function lastBytes(): (value: string) => Buffer {
+/** A string's bytes with their length prefix, and whether they are ASCII. */
+interface StringBytes {
+  readonly bytes: Buffer;
+  readonly ascii: boolean;
+}
+
+/** The bytes of the last value: a file's lines share their source, a relay's link their node. */
+function lastBytes(): (value: string) => StringBytes {
   let last: string | undefined;
-  let bytes = Buffer.alloc(0);
+  let out: StringBytes = { bytes: Buffer.alloc(LENGTH_BYTES), ascii: true };
   return (value) => {
     if (value !== last) {
       const utf8 = Buffer.from(value);
-      bytes = Buffer.allocUnsafe(LENGTH_BYTES + utf8.length);
-      putU32(bytes, 0, utf8.length);
+      const bytes = Buffer.allocUnsafe(LENGTH_BYTES + utf8.length);
+      putLength(bytes, 0, utf8.length);
       utf8.copy(bytes, LENGTH_BYTES);
+      out = { bytes, ascii: utf8.length === value.length };
       last = value;
     }
-    return bytes;
+    return out;
   };
 }
 const sourceBytes = lastBytes();
 const nodeBytes = lastBytes();
 
-function put(buf: Buffer, at: number, bytes: Buffer): number {
+/** Copies the cached bytes of a string; returns the end. */
+function putCached(buf: Buffer, at: number, s: StringBytes): number {
+  const bytes = s.bytes;
   for (let i = 0; i < bytes.length; i++) buf[at + i] = bytes[i]!;
+  if (!s.ascii) beyondAscii = true;
   return at + bytes.length;
 }
 
@@ -158,6 +211,7 @@ let completed = false;
 /** Writes `e` as one entry frame at `at` (room for frameBound() bytes); returns the end. */
 function writeFrame(buf: Utf8Writer, at: number, e: Entry, fields: string | undefined, now: number, fallbackSource: string): number {
   completed = false;
+  beyondAscii = false;
   let time = e.time;
   if (!isTime(time)) {
     time = now;
@@ -171,19 +225,24 @@ function writeFrame(buf: Utf8Writer, at: number, e: Entry, fields: string | unde
   const start = at;
   const id = e.id;
   const node = e.node;
-  buf[at + 4] = FRAME_ENTRY;
-  buf[at + 5] = (typeof id === 'string' ? HAS_ID : 0) | (node ? HAS_NODE : 0) | (fields !== undefined ? HAS_FIELDS : 0);
-  buf[at + 6] = e.level ? (LEVEL_CODES[e.level] ?? 0) : 0;
   // whole milliseconds, as version 1's RFC 3339 text carries them
-  buf.writeDoubleBE(Math.trunc(time), at + TIME_AT);
-  at += HEAD_BYTES;
+  const ms = Math.trunc(time);
+  const flags = (typeof id === 'string' ? HAS_ID : 0) | (node ? HAS_NODE : 0) | (fields !== undefined ? HAS_FIELDS : 0) | (ms < 0 ? NEGATIVE_TIME : 0);
+  const body = at + LENGTH_BYTES;
+  buf[body] = FRAME_ENTRY;
+  buf[body + 2] = e.level ? (LEVEL_CODES[e.level] ?? 0) : 0;
+  putTime(buf, body + 3, ms);
+  at = body + BODY_HEAD_BYTES;
   if (typeof id === 'string') at = putString(buf, at, id);
-  at = put(buf, at, sourceBytes(source));
-  if (node) at = put(buf, at, nodeBytes(node));
+  at = putCached(buf, at, sourceBytes(source));
+  if (node) at = putCached(buf, at, nodeBytes(node));
   if (fields !== undefined) at = putString(buf, at, fields);
-  const message = e.message;
-  at += buf.utf8Write(typeof message === 'string' ? message : String(message ?? ''), at);
-  putU32(buf, start, at - start - LENGTH_BYTES);
+  const message = typeof e.message === 'string' ? e.message : String(e.message ?? '');
+  const n = buf.utf8Write(message, at);
+  if (n !== message.length) beyondAscii = true;
+  at += n;
+  buf[body + 1] = beyondAscii ? flags : flags | ASCII;
+  putLength(buf, start, at - body);
   return at;
 }
 
@@ -242,7 +301,7 @@ export function encodeFrames(items: readonly FramedItem[], from: number, to: num
 export function reportFrame(report: object): Buffer {
   const json = Buffer.from(JSON.stringify(report));
   const frame = Buffer.allocUnsafe(LENGTH_BYTES + 1 + json.length);
-  putU32(frame, 0, 1 + json.length);
+  putLength(frame, 0, 1 + json.length);
   frame[LENGTH_BYTES] = FRAME_REPORT;
   json.copy(frame, LENGTH_BYTES + 1);
   return frame;
@@ -255,31 +314,37 @@ type SliceReader = Buffer & { latin1Slice(start: number, end: number): string; u
 const latin1Of = (buf: Buffer, start: number, end: number): string => (buf as SliceReader).latin1Slice(start, end);
 
 /**
- * One frame as the reader hands it on: its body is `buf[at..end)` (the kind first). `text`, when
- * set, is the Latin-1 text of `buf` from `base` on, known to be ASCII: strings are sliced from it.
+ * One frame as the reader hands it on: its body is `buf[at..end)` (the kind first). The strings of
+ * an ASCII frame are sliced from `text`, the Latin-1 text of `buf[base..limit)`, made once per read
+ * when the first such frame needs it (see textOf).
  */
 export interface Frame {
   buf: Buffer;
   at: number;
   end: number;
-  text: string | undefined;
   base: number;
+  limit: number;
+  text: string | undefined;
 }
 
 /**
  * Cuts a byte stream into frames. Feed chunks; each whole frame goes to `onFrame` (the same Frame
  * object, filled anew: read it before returning). Returns false as soon as a frame's length is over
- * `maxBytes`; the stream must then end.
+ * `maxBytes` (or is no version 2 length); the stream must then end. The frames before it are read.
  */
 export class FrameReader {
   /** the start of a frame begun in an earlier chunk */
   private parts: Buffer[] = [];
   private partLen = 0;
-  /** that frame's length, once its prefix is in; -1 before */
+  /** that frame's body length, once its prefix is in; -1 before */
   private partSize = -1;
-  private readonly frame: Frame = { buf: Buffer.alloc(0), at: 0, end: 0, text: undefined, base: 0 };
+  private readonly frame: Frame = { buf: Buffer.alloc(0), at: 0, end: 0, base: 0, limit: 0, text: undefined };
 
   constructor(private readonly maxBytes: number) {}
+
+  private fits(size: number): boolean {
+    return size >= 0 && size <= this.maxBytes;
+  }
 
   push(chunk: Buffer, onFrame: (frame: Frame) => void): boolean {
     let at = 0;
@@ -288,42 +353,44 @@ export class FrameReader {
       if (at < 0) return false;
       if (at >= chunk.length) return true;
     }
-    // the whole frames of the chunk, then their text at once when they are ASCII; the frames
-    // before one over the bound are still read
+    // the whole frames of the chunk
     let end = at;
-    let tooLong = false;
+    let fits = true;
     while (end + LENGTH_BYTES <= chunk.length) {
-      const size = readU32(chunk, end);
-      if (size > this.maxBytes) {
-        tooLong = true;
+      const size = readLength(chunk, end);
+      if (!this.fits(size)) {
+        fits = false;
         break;
       }
       if (end + LENGTH_BYTES + size > chunk.length) break;
       end += LENGTH_BYTES + size;
     }
-    if (end > at) {
-      const f = this.frame;
-      f.buf = chunk;
-      f.base = at;
-      f.text = isAscii(chunk.subarray(at, end)) ? latin1Of(chunk, at, end) : undefined;
-      for (let p = at; p < end; ) {
-        const size = readU32(chunk, p);
-        f.at = p + LENGTH_BYTES;
-        f.end = f.at + size;
-        p = f.end;
-        onFrame(f);
-      }
-    }
-    if (tooLong) return false;
+    if (end > at) this.each(chunk, at, end, onFrame);
+    if (!fits) return false;
     if (end < chunk.length) {
       // the next frame's start: copied, the caller may reuse the chunk
       const rest = Buffer.from(chunk.subarray(end));
       this.parts.push(rest);
       this.partLen = rest.length;
-      this.partSize = rest.length >= LENGTH_BYTES ? readU32(rest, 0) : -1;
-      if (this.partSize > this.maxBytes) return false;
+      this.partSize = rest.length >= LENGTH_BYTES ? readLength(rest, 0) : -1;
+      if (rest.length >= LENGTH_BYTES && !this.fits(this.partSize)) return false;
     }
     return true;
+  }
+
+  /** Hands on the whole frames of `buf[from..to)`. */
+  private each(buf: Buffer, from: number, to: number, onFrame: (frame: Frame) => void): void {
+    const f = this.frame;
+    f.buf = buf;
+    f.base = from;
+    f.limit = to;
+    f.text = undefined;
+    for (let p = from; p < to; ) {
+      f.at = p + LENGTH_BYTES;
+      f.end = f.at + readLength(buf, p);
+      p = f.end;
+      onFrame(f);
+    }
   }
 
   /**
@@ -339,8 +406,8 @@ export class FrameReader {
       if (this.partLen < LENGTH_BYTES) return chunk.length;
       const head = Buffer.concat(this.parts, this.partLen);
       this.parts = [head];
-      this.partSize = readU32(head, 0);
-      if (this.partSize > this.maxBytes) return -1;
+      this.partSize = readLength(head, 0);
+      if (!this.fits(this.partSize)) return -1;
     }
     const whole = LENGTH_BYTES + this.partSize;
     const take = Math.min(whole - this.partLen, chunk.length - at);
@@ -353,26 +420,25 @@ export class FrameReader {
     this.parts = [];
     this.partLen = 0;
     this.partSize = -1;
-    const f = this.frame;
-    f.buf = buf;
-    f.base = 0;
-    f.at = LENGTH_BYTES;
-    f.end = whole;
-    f.text = isAscii(buf) ? latin1Of(buf, 0, whole) : undefined;
-    onFrame(f);
+    this.each(buf, 0, whole, onFrame);
     return at;
   }
 }
 
-/** `buf[from..to)` as a string: a slice of the frame's text when it has one, else decoded as UTF-8. */
-function stringOf(f: Frame, from: number, to: number): string {
-  return f.text !== undefined ? f.text.slice(from - f.base, to - f.base) : (f.buf as SliceReader).utf8Slice(from, to);
+/** The Latin-1 text of the frame's read, made on first use. */
+function textOf(f: Frame): string {
+  return (f.text ??= latin1Of(f.buf, f.base, f.limit));
 }
 
-/** Where an entry frame's id lies: [start, end) after its length prefix; -1 when it has none or the frame is cut short. */
+/** `buf[from..to)` as a string: of an ASCII frame a slice of its read's text, else decoded as UTF-8. */
+function stringOf(f: Frame, from: number, to: number, ascii: boolean): string {
+  return ascii ? textOf(f).slice(from - f.base, to - f.base) : (f.buf as SliceReader).utf8Slice(from, to);
+}
+
+/** Where an entry frame's id lies (its length prefix); -1 when it has none or the frame is cut short. */
 function idSpan(f: Frame): number {
-  if (f.end - f.at < HEAD_BYTES - LENGTH_BYTES || (f.buf[f.at + 1]! & HAS_ID) === 0) return -1;
-  return f.at + HEAD_BYTES - LENGTH_BYTES;
+  if (f.end - f.at < BODY_HEAD_BYTES || (f.buf[f.at + 1]! & HAS_ID) === 0) return -1;
+  return f.at + BODY_HEAD_BYTES;
 }
 
 /**
@@ -383,9 +449,9 @@ export function frameIdOf(f: Frame): string | undefined {
   if (f.buf[f.at] !== FRAME_ENTRY) return undefined;
   const at = idSpan(f);
   if (at < 0 || at + LENGTH_BYTES > f.end) return undefined;
-  const n = readU32(f.buf, at);
+  const n = readLength(f.buf, at);
   const from = at + LENGTH_BYTES;
-  return from + n <= f.end ? stringOf(f, from, from + n) : undefined;
+  return n >= 0 && from + n <= f.end ? stringOf(f, from, from + n, (f.buf[f.at + 1]! & ASCII) !== 0) : undefined;
 }
 
 /**
@@ -395,18 +461,20 @@ export function frameIdOf(f: Frame): string | undefined {
  */
 export function decodeEntryFrame(f: Frame, node: string | undefined, now: number, fallbackSource: string, id = frameIdOf(f)): Entry | undefined {
   const { buf, end } = f;
-  if (buf[f.at] !== FRAME_ENTRY || end - f.at < HEAD_BYTES - LENGTH_BYTES) return undefined;
+  if (buf[f.at] !== FRAME_ENTRY || end - f.at < BODY_HEAD_BYTES) return undefined;
   const flags = buf[f.at + 1]!;
   const levelCode = buf[f.at + 2]!;
   if ((flags & ~KNOWN_FLAGS) !== 0 || levelCode >= LEVELS.length) return undefined;
-  const t = buf.readDoubleBE(f.at + 3);
-  let at = f.at + HEAD_BYTES - LENGTH_BYTES;
+  const ascii = (flags & ASCII) !== 0;
+  const magnitude = readTime(buf, f.at + 3);
+  const t = flags & NEGATIVE_TIME ? -magnitude : magnitude;
+  let at = f.at + BODY_HEAD_BYTES;
   // each string: its length, then its bytes; -1 once one runs past the frame
   const next = (): number => {
     if (at < 0 || at + LENGTH_BYTES > end) return (at = -1);
-    const n = readU32(buf, at);
+    const n = readLength(buf, at);
     const from = at + LENGTH_BYTES;
-    at = from + n <= end ? from + n : -1;
+    at = n >= 0 && from + n <= end ? from + n : -1;
     return from;
   };
   if (flags & HAS_ID) {
@@ -414,21 +482,21 @@ export function decodeEntryFrame(f: Frame, node: string | undefined, now: number
     if (id === undefined) return undefined;
   }
   const sourceAt = next();
-  const source = at < 0 ? '' : stringOf(f, sourceAt, at);
+  const source = at < 0 ? '' : stringOf(f, sourceAt, at, ascii);
   let entryNode = node;
   if (flags & HAS_NODE) {
     const from = next();
-    if (at > from) entryNode = stringOf(f, from, at);
+    if (at > from) entryNode = stringOf(f, from, at, ascii);
   }
   let fields: unknown;
   if (flags & HAS_FIELDS) {
     const from = next();
     if (at < 0) return undefined;
-    fields = parseJsonText(stringOf(f, from, at));
+    fields = parseJsonText(stringOf(f, from, at, ascii));
     if (typeof fields !== 'object' || fields === null || Array.isArray(fields)) return undefined;
   }
   if (at < 0) return undefined;
-  const entry: Entry = { time: isTime(t) ? t : now, source: source === '' ? fallbackSource : source, message: stringOf(f, at, end) };
+  const entry: Entry = { time: isTime(t) ? t : now, source: source === '' ? fallbackSource : source, message: stringOf(f, at, end, ascii) };
   if (entryNode) entry.node = entryNode;
   const level = LEVELS[levelCode];
   if (level) entry.level = level;
@@ -439,5 +507,5 @@ export function decodeEntryFrame(f: Frame, node: string | undefined, now: number
 
 /** The report a report frame carries (unchecked: see asNodeReport); undefined when it is no JSON. */
 export function reportOfFrame(f: Frame): unknown {
-  return parseJsonText(stringOf(f, f.at + 1, f.end));
+  return parseJsonText(stringOf(f, f.at + 1, f.end, false));
 }

@@ -37,7 +37,7 @@ function randomText(odd: boolean, max = 12): string {
 function randomEntry(): Entry {
   const odd = rand() < 0.3;
   const message = rand() < 0.2 ? `msg="${randomText(false)}" ${randomText(odd)}` : randomText(odd, rand() < 0.1 ? 400 : 40);
-  const e: Entry = { time: rand() < 0.05 ? Number.NaN : Math.floor(rand() * 4e12) + (rand() < 0.1 ? 0.5 : 0), source: rand() < 0.05 ? '' : randomText(odd), message };
+  const e: Entry = { time: rand() < 0.05 ? Number.NaN : (rand() < 0.05 ? -1 : 1) * Math.floor(rand() * 4e12) + (rand() < 0.1 ? 0.5 : 0), source: rand() < 0.05 ? '' : randomText(odd), message };
   if (rand() < 0.4) e.node = randomText(odd);
   if (rand() < 0.5) e.level = (['TRACE', 'DEBUG', 'INFO', 'WARN', 'ERROR', 'FATAL'] as const)[Math.floor(rand() * 6)];
   if (rand() < 0.1) e.fields = rand() < 0.3 ? {} : { k: randomText(odd), n: [1, { x: randomText(odd) }], b: true };
@@ -86,13 +86,16 @@ test('an entry comes out of a version 2 frame as it comes out of a version 1 lin
   const bytes = bytesOf(items);
   for (const linkNode of ['edge-1', undefined]) {
     const want = entries.map((e) => viaV1(e, linkNode, now));
-    // reads of every size, ASCII or not, cutting frames anywhere (inside a length, a string, a character)
+    // reads of every size, ASCII or not, cutting frames anywhere (inside a length, a string, a
+    // character); the smallest on the first 300 entries
+    const head = bytesOf(items.slice(0, 300));
     for (const size of [1, 3, 7, 64, 1000, 65536, bytes.length]) {
+      const whole = size < 7 ? head : bytes;
       const cuts: number[] = [];
-      for (let c = size; c < bytes.length; c += size) cuts.push(c);
-      const { entries: got, ok } = readAll(bytes, cuts, linkNode, now);
+      for (let c = size; c < whole.length; c += size) cuts.push(c);
+      const { entries: got, ok } = readAll(whole, cuts, linkNode, now);
       t.true(ok);
-      t.deepEqual(got, want, `reads of ${size} bytes, link node ${linkNode}`);
+      t.deepEqual(got, size < 7 ? want.slice(0, 300) : want, `reads of ${size} bytes, link node ${linkNode}`);
     }
   }
 });
@@ -103,8 +106,9 @@ test('a frame carries the message as its bytes: UTF-8, nothing escaped, smaller 
   encodeFrames([item!], 0, 1, 0, 'p');
   const frame = item!.frameBuf!.subarray(item!.frameAt, item!.frameEnd);
   t.true(frame.subarray(frame.length - Buffer.byteLength(e.message)).equals(Buffer.from(e.message)), 'the message is the frame’s last bytes, as UTF-8');
-  t.is(frame.readUInt32BE(0), frame.length - 4, 'length-prefixed');
-  t.is(frame[4], 1, 'an entry frame');
+  t.deepEqual(frame.subarray(0, 5), length7(frame.length - 5), 'length-prefixed');
+  t.is(frame[5], 1, 'an entry frame');
+  t.is(frame[6]! & 8, 0, 'not flagged ASCII: its message is not');
   t.true(frame.length < Buffer.byteLength(encodeEntry(e, 0, 'p', { completed: false })) + 1);
   const { entries } = readAll(frame, [], undefined, 0);
   t.deepEqual(entries, [e]);
@@ -142,27 +146,22 @@ test('frameIdOf reads the id before the rest is decoded', (t) => {
   t.deepEqual(ids, ['AbCdEfGhIjKlMnOp.2s', undefined]);
 });
 
-/** One frame of `body` (kind first), length-prefixed. */
-function frameOf(body: Buffer): Buffer {
-  const head = Buffer.alloc(4);
-  head.writeUInt32BE(body.length);
-  return Buffer.concat([head, body]);
+/** `n` as version 2 writes lengths: 5 bytes of 7 bits, most significant first. */
+function length7(n: number): Buffer {
+  return Buffer.from([Math.floor(n / 2 ** 28) & 0x7f, (n >>> 21) & 0x7f, (n >>> 14) & 0x7f, (n >>> 7) & 0x7f, n & 0x7f]);
 }
 
-/** An entry frame's body from its parts: strings with their lengths, the message last. */
+/** One frame of `body` (kind first), length-prefixed. */
+const frameOf = (body: Buffer): Buffer => Buffer.concat([length7(body.length), body]);
+
+/** An entry frame's body from its parts: kind, flags, level, time (8 bytes of 7 bits), strings with their lengths, the message last. */
 function entryBody(flags: number, level: number, time: number, strings: readonly string[], message: string): Buffer {
-  const head = Buffer.alloc(11);
-  head[0] = 1;
-  head[1] = flags;
-  head[2] = level;
-  head.writeDoubleBE(time, 3);
-  const parts = strings.map((s) => {
-    const b = Buffer.from(s);
-    const n = Buffer.alloc(4);
-    n.writeUInt32BE(b.length);
-    return Buffer.concat([n, b]);
-  });
-  return Buffer.concat([head, ...parts, Buffer.from(message)]);
+  const head = Buffer.from([1, flags, level]);
+  const hi = Math.floor(time / 2 ** 28);
+  const lo = time - hi * 2 ** 28;
+  const t = Buffer.concat([length7(hi).subarray(1), length7(lo).subarray(1)]);
+  const parts = strings.map((s) => Buffer.concat([length7(Buffer.byteLength(s)), Buffer.from(s)]));
+  return Buffer.concat([head, t, ...parts, Buffer.from(message)]);
 }
 
 test('malformed frames decode to nothing (a parse error each); the frames after them are read', (t) => {
@@ -176,7 +175,7 @@ test('malformed frames decode to nothing (a parse error each); the frames after 
     entryBody(4, 0, 5, ['src', '[1,2]'], 'fields not an object'),
     entryBody(4, 0, 5, ['src', '{"a":'], 'fields not JSON'),
     entryBody(0, 0, 5, [], '').subarray(0, 6), // cut inside its head
-    entryBody(0, 0, Number.NaN, [''], 'no time, no source: completed'),
+    Buffer.concat([Buffer.from([1, 0, 0]), Buffer.alloc(8, 0xff), length7(0), Buffer.from('no time, no source: completed')]),
     good,
   ];
   const { entries, ok } = readAll(Buffer.concat(frames.map(frameOf)), [], 'edge', 42);
