@@ -255,20 +255,22 @@ function frameBound(e: Entry, fields: string | undefined, fallbackSource: string
   return FIXED_BYTES + MAX_BYTES_PER_UNIT * text;
 }
 
-/** About the bytes of `e`'s frame when its strings are ASCII: what a batch's Buffer is sized by. */
-function frameEstimate(e: Entry): number {
-  return FIXED_BYTES + (e.message?.length ?? 0) + (e.id?.length ?? 0) + (e.source?.length ?? 0) + (e.node?.length ?? 0);
-}
+/**
+ * Frames are written one after another into slabs of this many bytes (a frame larger than that
+ * gets a slab of its own): frames of consecutive items, of one batch or the next, lie next to each
+ * other and go out as one write. A slab lives as long as a frame in it is held (unacknowledged).
+ */
+const SLAB_BYTES = 128 * 1024;
+let slab = Buffer.alloc(0) as Utf8Writer;
+let slabAt = 0;
 
 /**
  * Gives every item of `items[from..to)` its frame (`frameBuf[frameAt..frameEnd)`): the ones no
- * other sink of the pipeline framed yet are written into new Buffers, in order, so consecutive
- * items lie next to each other. Returns how many of the range had to be completed.
+ * other sink of the pipeline framed yet are written, in order, into the current slab. Returns how
+ * many of the range had to be completed.
  */
 export function encodeFrames(items: readonly FramedItem[], from: number, to: number, now: number, fallbackSource: string): number {
   let synthesized = 0;
-  let buf: Utf8Writer | undefined;
-  let at = 0;
   for (let i = from; i < to; i++) {
     const item = items[i]!;
     if (item.frameBuf !== undefined) {
@@ -278,21 +280,17 @@ export function encodeFrames(items: readonly FramedItem[], from: number, to: num
     const e = item.entry;
     const fields = fieldsText(e);
     const bound = frameBound(e, fields, fallbackSource);
-    if (!buf || buf.length - at < bound) {
-      // sized for the rest of the range as ASCII plus this frame's bound: frames like it then fit
-      // to the end; one that needs more starts a new Buffer
-      let rest = 0;
-      for (let k = i; k < to; k++) rest += frameEstimate(items[k]!.entry);
-      buf = Buffer.allocUnsafe(rest + bound) as Utf8Writer;
-      at = 0;
+    if (slab.length - slabAt < bound) {
+      slab = Buffer.allocUnsafe(Math.max(SLAB_BYTES, bound)) as Utf8Writer;
+      slabAt = 0;
     }
-    const end = writeFrame(buf, at, e, fields, now, fallbackSource);
-    item.frameBuf = buf;
-    item.frameAt = at;
+    const end = writeFrame(slab, slabAt, e, fields, now, fallbackSource);
+    item.frameBuf = slab;
+    item.frameAt = slabAt;
     item.frameEnd = end;
     item.frameCompleted = completed;
     if (completed) synthesized++;
-    at = end;
+    slabAt = end;
   }
   return synthesized;
 }

@@ -139,6 +139,19 @@ export const createTcpChainSource: SourceFactory = (plugin, ctx): Source => {
     };
     /** when the read being taken apart came: the time of its entries that have none */
     let now = 0;
+    /** A copy the dedup window already has, dropped before its decode: acknowledged with the batch. */
+    const skipDuplicate = () => {
+      if (batch.length + ++skipped >= cfg.buffer_size) flush();
+    };
+    /** A decoded entry into the batch; undefined (the line or frame was no entry) is a parse error. */
+    const take = (entry: Entry | undefined) => {
+      if (!entry) {
+        counters.parse_errors++;
+        return;
+      }
+      batch.push(entry);
+      if (batch.length + skipped >= cfg.buffer_size) flush();
+    };
     const onLine = (line: string) => {
       if (link.closed) return;
       if (line.length === 0) return;
@@ -147,20 +160,10 @@ export const createTcpChainSource: SourceFactory = (plugin, ctx): Source => {
         return;
       }
       if (ctx.duplicate) {
-        // a copy the dedup window already has is dropped before its decode
         const id = trailingIdOf(line);
-        if (id !== undefined && ctx.duplicate(id, now)) {
-          if (batch.length + ++skipped >= cfg.buffer_size) flush();
-          return;
-        }
+        if (id !== undefined && ctx.duplicate(id, now)) return skipDuplicate();
       }
-      const entry = decodeEntry(line, link.node, now, ctx.pipeline);
-      if (!entry) {
-        counters.parse_errors++;
-        return;
-      }
-      batch.push(entry);
-      if (batch.length + skipped >= cfg.buffer_size) flush();
+      take(decodeEntry(line, link.node, now, ctx.pipeline));
     };
     /** version 2: one frame (chain/wire-v2.ts) */
     const onFrame = (f: Frame) => {
@@ -171,46 +174,35 @@ export const createTcpChainSource: SourceFactory = (plugin, ctx): Source => {
         return;
       }
       const id = frameIdOf(f);
-      // a copy the dedup window already has is dropped before its decode
-      if (ctx.duplicate && id !== undefined && ctx.duplicate(id, now)) {
-        if (batch.length + ++skipped >= cfg.buffer_size) flush();
-        return;
-      }
-      const entry = decodeEntryFrame(f, link.node, now, ctx.pipeline, id);
-      if (!entry) {
-        counters.parse_errors++;
-        return;
-      }
-      batch.push(entry);
-      if (batch.length + skipped >= cfg.buffer_size) flush();
+      if (ctx.duplicate && id !== undefined && ctx.duplicate(id, now)) return skipDuplicate();
+      take(decodeEntryFrame(f, link.node, now, ctx.pipeline, id));
     };
-    /** Ends a link whose line or frame is over max_line_bytes. */
-    const tooLong = (what: string) => {
-      counters.parse_errors++;
-      link.closed = true;
-      if (link.done !== link.acked) socket.write(ackLine(link.done));
-      refuse(link, `${what} over max_line_bytes (${cfg.max_line_bytes})`);
+    /** After a read was taken apart: its batch emitted; a line or frame over max_line_bytes ends the link. */
+    const afterRead = (fits: boolean, what: string) => {
+      flush();
+      if (!fits) {
+        counters.parse_errors++;
+        link.closed = true;
+        if (link.done !== link.acked) socket.write(ackLine(link.done));
+        refuse(link, `${what} over max_line_bytes (${cfg.max_line_bytes})`);
+        return;
+      }
+      // inflated text comes after the read that carried it: the pause is checked here too
+      if (ctx.isSaturated()) socket.pause();
     };
     const decoder = new StringDecoder('utf8');
     /** the lines of the stream after the hello, as text (inflated first when compressed) */
     const onText = (text: string) => {
       if (link.closed) return;
       now = Date.now();
-      const fits = splitter.push(text, onLine);
-      flush();
-      if (!fits) return tooLong('line');
-      // inflated text comes after the read that carried it: the pause is checked here too
-      if (ctx.isSaturated()) socket.pause();
+      afterRead(splitter.push(text, onLine), 'line');
     };
     const frames = new FrameReader(cfg.max_line_bytes);
     /** version 2: the frames of the stream after the hello (inflated first when compressed) */
     const onFrames = (bytes: Buffer) => {
       if (link.closed) return;
       now = Date.now();
-      const fits = frames.push(bytes, onFrame);
-      flush();
-      if (!fits) return tooLong('frame');
-      if (ctx.isSaturated()) socket.pause();
+      afterRead(frames.push(bytes, onFrame), 'frame');
     };
     const readLines = (bytes: Buffer) => onText(decoder.write(bytes));
     /** the stream after the hello, in the version the hello chose (inflated first when compressed) */

@@ -186,3 +186,4 @@ export async function mutePeer(t: Teardown): Promise<number> {
   });
   return (server.address() as AddressInfo).port;
 }
+

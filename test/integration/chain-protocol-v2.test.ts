@@ -5,21 +5,17 @@
 // entries are the same either way, with compression too; a bad frame is a parse error, a frame
 // over `max_line_bytes` ends the link.
 
-import { type AddressInfo, connect, createServer, type Socket } from 'node:net';
+import { connect } from 'node:net';
 import test, { type ExecutionContext } from 'ava';
 import { eachRun, encodeFrames, framedItem, PROTOCOL_V2 } from '../../src/chain/wire-v2.js';
 import { chainSinkToml, chainSourceToml, feedWithin60s, parseReceived, QUICK_BACKOFF, RECEIVER_HEAD, SENDER_HEAD } from '../helpers/chain.js';
-import { freePort, nodeStarter, ownedTempDir, type RunningNode, waitFor, waitReady } from '../helpers/node.js';
+import { freePort, killedNodesIn, type RunningNode, waitFor, waitReady } from '../helpers/node.js';
+import { oldChainSource } from '../helpers/reports.js';
 import { latestStatus } from '../helpers/status.js';
 
-function fleet(t: ExecutionContext) {
-  const dir = ownedTempDir(t, 'logrelay-v2-');
-  const running: RunningNode[] = [];
-  t.teardown(async () => {
-    for (const n of running) await n.stop();
-  });
-  return { dir, start: nodeStarter(dir, running) };
-}
+/** A temp dir and a node starter; the test's teardown kills the nodes. */
+const fleet = (t: ExecutionContext) => killedNodesIn(t, []);
+type Fleet = ReturnType<typeof fleet>;
 
 /** Lines of every kind a link carries: UTF-8, quotes, backslashes, tabs, and JSON lines with fields and a level. */
 function lineOf(i: number): string {
@@ -41,13 +37,13 @@ function fromNode(recv: RunningNode, node: string): unknown[] {
 
 const linkUp = (node: RunningNode) => node.records.find((r) => r.msg === 'Chain link up');
 
-async function receiver(f: ReturnType<typeof fleet>, port: number, config = ''): Promise<RunningNode> {
+async function receiver(f: Fleet, port: number, config = ''): Promise<RunningNode> {
   const recv = f.start('recv', `${RECEIVER_HEAD}${chainSourceToml('in', 'tcp_chain', port, config)}[[pipelines.plugin_sinks]]\ntype = "stdout"\n[pipelines.plugin_sinks.config]\nbuffer_size = 5000\non_full = "block"\n`, ['--logging.level=debug']);
   await waitReady(recv, 'receiver');
   return recv;
 }
 
-async function sender(f: ReturnType<typeof fleet>, name: string, port: number, config: string): Promise<RunningNode> {
+async function sender(f: Fleet, name: string, port: number, config: string): Promise<RunningNode> {
   const send = f.start(name, `${SENDER_HEAD}${chainSinkToml('out', 'tcp_chain', port, name, `${QUICK_BACKOFF}${config}`)}`, ['--logging.level=debug'], true);
   await waitReady(send, name);
   return send;
@@ -82,41 +78,11 @@ for (const compression of ['none', 'gzip']) {
   });
 }
 
-/** A chain source as nodes before version 2 speak it: `{"ok":1}` to any hello, an ack per line. */
-async function oldSource(t: ExecutionContext): Promise<{ port: number; hellos: string[]; lines: string[] }> {
-  const hellos: string[] = [];
-  const lines: string[] = [];
-  const server = createServer((socket: Socket) => {
-    socket.setEncoding('utf8');
-    let rest = '';
-    let n = 0;
-    socket.on('data', (chunk: string) => {
-      rest += chunk;
-      for (let nl = rest.indexOf('\n'); nl >= 0; nl = rest.indexOf('\n')) {
-        const line = rest.slice(0, nl);
-        rest = rest.slice(nl + 1);
-        if (line.startsWith('{"logrelay"')) {
-          hellos.push(line);
-          socket.write('{"ok":1}\n');
-        } else {
-          lines.push(line);
-          socket.write(`{"ack":${++n}}\n`);
-        }
-      }
-    });
-    socket.on('error', () => undefined);
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  t.teardown(() => {
-    server.close();
-  });
-  return { port: (server.address() as AddressInfo).port, hellos, lines };
-}
-
 test.serial('a new sink against a source that predates version 2 (it answers {"ok":1}) offers it, then sends JSON lines', async (t) => {
   t.timeout(60_000);
   const f = fleet(t);
-  const old = await oldSource(t);
+  const old = await oldChainSource();
+  t.teardown(() => old.close());
   const send = await sender(f, 'edge', old.port, '');
   await feedWithin60s(send.child.stdin!, 100, 100, 0);
   await waitFor(() => old.lines.length >= 100, 'the 100 entries at the old source');
