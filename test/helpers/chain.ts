@@ -186,4 +186,3 @@ export async function mutePeer(t: Teardown): Promise<number> {
   });
   return (server.address() as AddressInfo).port;
 }
-
