@@ -89,9 +89,9 @@ export const createTcpChainSink: SinkFactory = (plugin, ctx): Sink => {
   let reportsAccepted = false;
   /**
    * the chain protocol version of the current link (or of the last one, while down: what the
-   * pipeline writes ahead in): 2 once a peer accepted it
+   * pipeline writes ahead in); before the first link, the one offered (most peers take it)
    */
-  let version = 1;
+  let version = cfg.protocol_version >= PROTOCOL_V2 ? PROTOCOL_V2 : 1;
   /** the latest reports given while the link was not ready (a newer set replaces them, counted) */
   let pendingReports: readonly NodeReport[] | undefined;
   /** failed to connect, or lost the link and not reconnected since (`on_full = "auto"` drops meanwhile) */
