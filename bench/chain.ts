@@ -12,7 +12,10 @@
 // (window 100,000: the 1,000,000 distinct ids of the run pass through it, so the receiver
 // worker's peak RSS shows the window's bound). Every step has a deadline. The 1-minute load
 // average before each run is printed; BENCH_QUIET_LOAD=0.5 waits for it to fall below 0.5 first
-// (the quiet-machine comparison with rsyslog), at most BENCH_QUIET_WAIT_MS per run. Node reports
+// (the quiet-machine comparison with rsyslog), at most BENCH_QUIET_WAIT_MS per run. Anchors (see
+// bench/rsyslog.ts), interleaved with the scenarios: the two-daemon rsyslog hop (imfile → omfwd →
+// imptcp → omfwd → counter, no metadata), like for like with a logrelay hop, and the single
+// daemon imfile → omfwd → counter; each with its daemons' CPU per line beside the workers'. Node reports
 // (the fleet view): the plain tcp_chain hop with both nodes reporting every second against the
 // same hop with reports off, in the same runs (`BENCH_ONLY=reports` runs just those two).
 
@@ -24,8 +27,8 @@ import { makePki, type Pki } from '../test/helpers/pki.js';
 import { latestStatus } from '../test/helpers/status.js';
 import { writeInput } from './input.js';
 import { childPids, cpuSplitMs, peakRss, readEnd, threadCpuMs } from './proc.js';
-import { type ForwardResult, rsyslogForward } from './rsyslog.js';
-import { loadRange, markdownTable, median, pct, quietLoad, rate, runIfMain, spread } from './report.js';
+import { type ForwardResult, rsyslogForward, rsyslogHop } from './rsyslog.js';
+import { loadRange, markdownTable, median, medianRun, pct, quietLoad, rate, runIfMain, spread } from './report.js';
 
 const LINES = Number(process.env.BENCH_LINES ?? 1_000_000);
 const LINE_BYTES = 200;
@@ -80,6 +83,8 @@ interface Result {
   readonly receiverRss: number;
   /** the sending worker's peak RSS, bytes */
   readonly senderRss: number;
+  /** worker CPU per entry of the run with the median rate, µs: sender, receiver */
+  readonly cpuPerLine: readonly [number, number];
   readonly p50: number;
   readonly p99: number;
   readonly max: number;
@@ -139,7 +144,7 @@ export async function throughput(
   input: string,
   n: number,
   lines = LINES,
-): Promise<{ eps: number; rss: number; senderRss: number; cpu: string; bytesSent: number; bytesRaw: number }> {
+): Promise<{ eps: number; rss: number; senderRss: number; cpu: string; cpuMs: [sender: number, receiver: number]; bytesSent: number; bytesRaw: number }> {
   const watch = `${dir.path}/watch-${n}`;
   mkdirSync(watch);
   const { a, b } = await pair(s, pki, dir, 'null', watch);
@@ -158,7 +163,9 @@ export async function throughput(
       const [u, k] = cpuSplitMs(pid);
       return `${((u - before[0]) / 1000).toFixed(2)} + ${((k - before[1]) / 1000).toFixed(2)}`;
     };
-    let cpu = `CPU s, user + system: sender worker ${used(sender, cpu0[0]!)}, receiver worker ${used(worker, cpu0[1]!)}`;
+    const total = (pid: number, before: [number, number]) => cpuSplitMs(pid).reduce((sum, ms, i) => sum + ms - before[i]!, 0);
+    const cpuMs: [number, number] = [total(sender, cpu0[0]!), total(worker, cpu0[1]!)];
+    let cpu = `CPU s, user + system: sender worker ${used(sender, cpu0[0]!)}, receiver worker ${used(worker, cpu0[1]!)}; µs/line ${perLine(cpuMs[0], lines)} + ${perLine(cpuMs[1], lines)}`;
     // BENCH_THREADS: each worker's CPU by thread (the event loop is "node"; GC helpers, libuv's pool)
     if (process.env.BENCH_THREADS) {
       const byThread = (pid: number, before: Map<string, number>) =>
@@ -180,7 +187,7 @@ export async function throughput(
       bytesSent = Number(st['sinks.link.bytes_sent']);
       bytesRaw = Number(st['sinks.link.bytes_raw']);
     }
-    return { eps, rss, senderRss, cpu, bytesSent, bytesRaw };
+    return { eps, rss, senderRss, cpu, cpuMs, bytesSent, bytesRaw };
   } finally {
     await Promise.all([a.stop(10_000), b.stop(10_000)]);
   }
@@ -235,71 +242,97 @@ export async function plainHopRate(): Promise<number> {
   }
 }
 
+/** CPU per line, µs, as the tables print it. */
+const perLine = (ms: number, lines: number): string => ((ms * 1000) / lines).toFixed(2);
+
+/** The anchors, in the order they run and are printed: the like-for-like hop first. */
+const ANCHORS = [
+  { title: 'rsyslog hop: imfile → omfwd → imptcp → omfwd → counter (2 daemons, no metadata)', run: rsyslogHop },
+  { title: 'rsyslog imfile → omfwd TCP → counter (1 daemon, default metadata)', run: rsyslogForward },
+] as const;
+
 export async function main(): Promise<Result[]> {
   const dir = tempDir('logrelay-bench-chain-');
   const scenarios = SCENARIOS.filter((s) => ONLY === undefined || only(ONLY, s.title));
-  const runs = new Map<Scenario, { eps: number[]; rss: number; senderRss: number }>(scenarios.map((s) => [s, { eps: [], rss: 0, senderRss: 0 }]));
-  const anchorRuns: ForwardResult[] = [];
+  const runs = new Map<Scenario, { eps: number[]; cpuMs: [number, number][]; rss: number; senderRss: number }>(scenarios.map((s) => [s, { eps: [], cpuMs: [], rss: 0, senderRss: 0 }]));
+  const anchorRuns: ForwardResult[][] = ANCHORS.map(() => []);
   const results: Result[] = [];
   /** the 1-minute load average before each timed run (BENCH_QUIET_LOAD waits for it to fall below) */
   const loads: number[] = [];
+  const loadBefore = async () => {
+    loads.push(await quietLoad());
+    return `load ${loads.at(-1)!.toFixed(2)}`;
+  };
   try {
     const pki = makePki(`${dir.path}/pki`, ['relay', 'edge']);
     const input = `${dir.path}/input.log`;
     writeInput(input, LINES, LINE_BYTES);
-    // Interleaved: anchor, every scenario, again; a slow phase of the machine hits all alike.
+    // Interleaved: the anchors, every scenario, again; a slow phase of the machine hits all alike.
     for (let run = 0; run < RUNS; run++) {
       if (WITH_ANCHOR) {
-        loads.push(await quietLoad());
-        anchorRuns.push(await rsyslogForward(dir.path, input, LINES, THROUGHPUT_DEADLINE_MS));
-        process.stderr.write(`run ${run + 1}: rsyslog anchor ${rate(anchorRuns.at(-1)!.entriesPerSec)}/s\n`);
+        for (const [i, anchor] of ANCHORS.entries()) {
+          const load = await loadBefore();
+          const r = await anchor.run(dir.path, input, LINES, THROUGHPUT_DEADLINE_MS);
+          anchorRuns[i]!.push(r);
+          process.stderr.write(`run ${run + 1} (${load}): ${anchor.title} ${rate(r.entriesPerSec)}/s (CPU of the daemons ${(r.cpuMs / 1000).toFixed(2)} s, µs/line ${perLine(r.cpuMs, LINES)})\n`);
+        }
       }
       for (const [n, s] of scenarios.entries()) {
-        loads.push(await quietLoad());
-        const { eps, rss, senderRss, cpu } = await throughput(s, pki, dir, input, run * 100 + n);
+        const load = await loadBefore();
+        const { eps, rss, senderRss, cpu, cpuMs } = await throughput(s, pki, dir, input, run * 100 + n);
         const r = runs.get(s)!;
         r.eps.push(eps);
+        r.cpuMs.push(cpuMs);
         r.rss = Math.max(r.rss, rss);
         r.senderRss = Math.max(r.senderRss, senderRss);
-        process.stderr.write(`run ${run + 1}: ${s.title} ${rate(eps)}/s (${cpu})\n`);
+        process.stderr.write(`run ${run + 1} (${load}): ${s.title} ${rate(eps)}/s (${cpu})\n`);
       }
     }
     for (const s of scenarios) {
       const d = LATENCY_ENTRIES > 0 ? await latency(s, pki, dir) : [];
       const r = runs.get(s)!;
-      results.push({ title: s.title, entriesPerSec: median(r.eps), receiverRss: r.rss, senderRss: r.senderRss, p50: pct(d, 50), p99: pct(d, 99), max: d[d.length - 1] ?? Number.NaN });
+      const mid = medianRun([...r.eps.keys()], (i) => r.eps[i]!);
+      const [senderMs, receiverMs] = r.cpuMs[mid]!;
+      results.push({
+        title: s.title,
+        entriesPerSec: median(r.eps),
+        receiverRss: r.rss,
+        senderRss: r.senderRss,
+        cpuPerLine: [(senderMs * 1000) / LINES, (receiverMs * 1000) / LINES],
+        p50: pct(d, 50),
+        p99: pct(d, 99),
+        max: d[d.length - 1] ?? Number.NaN,
+      });
     }
   } finally {
     dir.remove();
   }
-  const head = ['scenario (one hop, 127.0.0.1)', `entries/s (median of ${RUNS})`, 'runs', 'sender peak RSS MiB', 'receiver peak RSS MiB', 'p50 ms', 'p99 ms', 'max ms'];
+  const head = ['scenario (one hop, 127.0.0.1)', `entries/s (median of ${RUNS})`, 'runs', 'worker CPU µs/line (sender + receiver)', 'sender peak RSS MiB', 'receiver peak RSS MiB', 'p50 ms', 'p99 ms', 'max ms'];
   const rows = results.map((r) => {
     const s = scenarios.find((x) => x.title === r.title)!;
-    return [r.title, rate(r.entriesPerSec), spread(runs.get(s)!.eps), (r.senderRss / 1048576).toFixed(1), (r.receiverRss / 1048576).toFixed(1), r.p50.toFixed(2), r.p99.toFixed(2), r.max.toFixed(2)];
+    const [send, recv] = r.cpuPerLine;
+    return [r.title, rate(r.entriesPerSec), spread(runs.get(s)!.eps), `${(send + recv).toFixed(2)} (${send.toFixed(2)} + ${recv.toFixed(2)})`, (r.senderRss / 1048576).toFixed(1), (r.receiverRss / 1048576).toFixed(1), r.p50.toFixed(2), r.p99.toFixed(2), r.max.toFixed(2)];
   });
   console.log(`Chain links: ${LINES.toLocaleString('en-US')} entries of ${LINE_BYTES} bytes (file → chain sink → chain source → null, two nodes); latency at ${LATENCY_RATE} entries/s (stdin → chain sink → chain source → stdout)`);
   console.log(markdownTable(head, rows, true));
   const eps = (title: string) => results.find((r) => r.title === title)?.entriesPerSec ?? Number.NaN;
   const tcp = eps('tcp_chain');
   const ratio = (x: number, y: number) => (Number.isFinite(x / y) ? (x / y).toFixed(2) : '–');
-  const anchor = median(anchorRuns.map((a) => a.entriesPerSec));
   console.log(
     markdownTable(
-      ['anchor (same input, same runs)', `entries/s (median of ${anchorRuns.length})`, 'runs', 'peak RSS MiB', 'tcp_chain / anchor', 'mTLS tcp_chain / anchor', 'http_chain / tcp_chain', 'load (1 min) before runs'],
-      [
-        [
-          'rsyslog imfile → omfwd TCP → counter',
-          WITH_ANCHOR ? rate(anchor) : '–',
-          spread(anchorRuns.map((a) => a.entriesPerSec)),
-          WITH_ANCHOR ? (Math.max(...anchorRuns.map((a) => a.peakRss)) / 1048576).toFixed(1) : '–',
-          ratio(tcp, anchor),
-          ratio(eps('tcp_chain + mutual TLS'), anchor),
-          ratio(eps('http_chain (default batching)'), tcp),
-          loadRange(loads),
-        ],
-      ],
+      ['anchor (same input, same runs)', `entries/s (median of ${RUNS})`, 'runs', 'daemons CPU µs/line', 'peak RSS MiB', 'tcp_chain / anchor', 'mTLS tcp_chain / anchor'],
+      ANCHORS.map((a, i) => {
+        const ar = anchorRuns[i]!;
+        if (ar.length === 0) return [a.title, '–', '', '–', '–', '–', '–'];
+        const anchor = median(ar.map((x) => x.entriesPerSec));
+        const mid = medianRun(ar, (x) => x.entriesPerSec);
+        return [a.title, rate(anchor), spread(ar.map((x) => x.entriesPerSec)), perLine(mid.cpuMs, LINES), (Math.max(...ar.map((x) => x.peakRss)) / 1048576).toFixed(1), ratio(tcp, anchor), ratio(eps('tcp_chain + mutual TLS'), anchor)];
+      }),
       true,
     ),
+  );
+  console.log(
+    `http_chain / tcp_chain ${ratio(eps('http_chain (default batching)'), tcp)}; mTLS tcp_chain / tcp_chain ${ratio(eps('tcp_chain + mutual TLS'), tcp)}; load (1 min) before runs ${loadRange(loads)}`,
   );
   const reporting = eps('tcp_chain, reports every 1 s');
   const silent = eps('tcp_chain, reports off');

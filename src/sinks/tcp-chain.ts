@@ -1,6 +1,7 @@
 // `tcp_chain` sink: the sending end of a chain link (DESIGN.md §9). Connects at start, says hello,
-// writes each batch as one chunk of JSON lines and keeps every entry until the peer acknowledges
-// it; after a reconnect (exponential backoff with jitter) the unacknowledged ones are sent again.
+// writes each batch as one chunk of JSON lines (or of version 2 frames, when the peer accepted
+// them: §25) and keeps every entry until the peer acknowledges it; after a reconnect (exponential
+// backoff with jitter) the unacknowledged ones are sent again.
 
 import type { Socket } from 'node:net';
 import type { ConnectionOptions } from 'node:tls';
@@ -8,19 +9,22 @@ import { HeldWaiters } from '../net/held-waiters.js';
 import { chainBackoff, type ChainSinkConfig, chainSinkConfig, chainSinkFields } from '../chain/sink-config.js';
 import type { PluginSpec } from '../config/spec.js';
 import { defaultNode, helloLine, LineSplitter, parseServerLine, reportLine } from '../chain/protocol.js';
-import { eachWireRun, encodeWire, type WireItem, wireItems } from '../core/entry-wire.js';
+import { eachRun, encodeFor, type FramedItem, framedItems, PROTOCOL_V2, reportFrame } from '../core/entry-frame.js';
 import { COMPRESSIONS, type Compression, offeredCodecs, streamCompressor, zstdMissing } from '../chain/compression.js';
 import { settleAll } from '../core/ack.js';
 import { PluginError } from '../core/errors.js';
 import { DialLoop } from '../net/dial-loop.js';
 import { clientTlsOptions } from '../net/tls.js';
 import { createLinkState } from '../net/link-state.js';
+import type { NodeReport } from '../core/node-report.js';
 import type { Sink, SinkFactory } from './types.js';
 
 interface TcpChainSinkConfig extends ChainSinkConfig {
   readonly compression: Compression;
   readonly dial_timeout_ms: number;
   readonly write_timeout_ms: number;
+  /** the highest chain protocol version offered: 2 (frames), or 1 (JSON lines only) */
+  readonly protocol_version: number;
 }
 
 export const TCP_CHAIN_SINK: PluginSpec = {
@@ -39,6 +43,18 @@ export const TCP_CHAIN_SINK: PluginSpec = {
     },
     dial_timeout_ms: { t: 'number', def: 5000, int: true, min: 1, doc: 'a connection attempt that takes longer fails (and backs off)' },
     write_timeout_ms: { t: 'number', def: 5000, int: true, min: 1, doc: 'a link that cannot take a write this long is closed and redialled' },
+    protocol_version: {
+      t: 'number',
+      def: 2,
+      int: true,
+      min: 1,
+      max: 2,
+      doc: 'the highest chain protocol version offered in the hello; the link speaks the highest both ends know',
+      values: {
+        '2': 'binary frames, length-prefixed, the message as read (offered; a source that predates version 2 gets JSON lines)',
+        '1': 'JSON lines only, readable on the wire (tcpdump, a plain TCP listener)',
+      },
+    },
   }),
 };
 
@@ -47,7 +63,7 @@ export const createTcpChainSink: SinkFactory = (plugin, ctx): Sink => {
   const tlsOptions: ConnectionOptions | undefined = clientTlsOptions('sink', plugin.id, cfg.tls, cfg.host);
   const node = cfg.node ?? ctx.node ?? defaultNode();
   if (cfg.compression === 'zstd' && zstdMissing()) throw new PluginError('sink', plugin.id, 'compression', zstdMissing()!);
-  const hello = helloLine(node, { compression: offeredCodecs(cfg.compression), report: ctx.reports ? 1 : undefined });
+  const hello = helloLine(node, { compression: offeredCodecs(cfg.compression), report: ctx.reports ? 1 : undefined, version: cfg.protocol_version >= PROTOCOL_V2 ? PROTOCOL_V2 : undefined });
   const backoff = chainBackoff(cfg);
   /** `bytes_raw`: chain lines before compression; `bytes_sent`: what went on the wire */
   const counters = { connected: 0, reconnects: 0, unacked: 0, synthesized: 0, bytes_sent: 0, bytes_raw: 0, reports_sent: 0, reports_dropped: 0 };
@@ -57,8 +73,8 @@ export const createTcpChainSink: SinkFactory = (plugin, ctx): Sink => {
   const link = createLinkState(counters, log, `${cfg.host}:${cfg.port}`);
 
   // Entries not yet acknowledged, oldest first: items[head..], each with its chain line (see
-  // encodeWire), settled once acknowledged; the first `sent` of them went out on the current connection.
-  let items: WireItem[] = [];
+  // encodeFor), settled once acknowledged; the first `sent` of them went out on the current connection.
+  let items: FramedItem[] = [];
   let head = 0;
   let sent = 0;
   let lastAck = 0;
@@ -71,8 +87,13 @@ export const createTcpChainSink: SinkFactory = (plugin, ctx): Sink => {
   let closing = false;
   /** the peer accepted node reports in its answer to the hello */
   let reportsAccepted = false;
+  /**
+   * the chain protocol version of the current link (or of the last one, while down: what the
+   * pipeline writes ahead in); before the first link, the one offered (most peers take it)
+   */
+  let version = cfg.protocol_version >= PROTOCOL_V2 ? PROTOCOL_V2 : 1;
   /** the latest reports given while the link was not ready (a newer set replaces them, counted) */
-  let pendingReports: { text: string; count: number } | undefined;
+  let pendingReports: readonly NodeReport[] | undefined;
   /** failed to connect, or lost the link and not reconnected since (`on_full = "auto"` drops meanwhile) */
   let down = false;
   const loop = new DialLoop({
@@ -112,9 +133,11 @@ export const createTcpChainSink: SinkFactory = (plugin, ctx): Sink => {
     if (from >= items.length) return;
     const s = socket;
     let fits = true;
+    // written ahead in the link's version, unless the link changed version since (a resend)
+    encodeFor(version, items, from, items.length, Date.now(), ctx.pipeline);
     const z = compressor;
     if (z) {
-      eachWireRun(items, from, items.length, (bytes) => {
+      eachRun(version, items, from, items.length, (bytes) => {
         counters.bytes_raw += bytes.length;
         z.stream.write(bytes);
       });
@@ -122,7 +145,7 @@ export const createTcpChainSink: SinkFactory = (plugin, ctx): Sink => {
       z.flush();
     } else {
       s.cork();
-      eachWireRun(items, from, items.length, (bytes) => {
+      eachRun(version, items, from, items.length, (bytes) => {
         counters.bytes_raw += bytes.length;
         counters.bytes_sent += bytes.length;
         fits = s.write(bytes);
@@ -139,11 +162,11 @@ export const createTcpChainSink: SinkFactory = (plugin, ctx): Sink => {
     if (!r || loop.state !== 'ready' || !socket) return;
     pendingReports = undefined;
     if (!reportsAccepted || socket.writableNeedDrain) {
-      counters.reports_dropped += r.count;
+      counters.reports_dropped += r.length;
       return;
     }
     // a report goes where the entries go: into the compressed stream when the link has one
-    const bytes = Buffer.from(r.text);
+    const bytes = version === PROTOCOL_V2 ? Buffer.concat(r.map(reportFrame)) : Buffer.from(r.map(reportLine).join(''));
     counters.bytes_raw += bytes.length;
     const z = compressor;
     if (z) {
@@ -153,7 +176,7 @@ export const createTcpChainSink: SinkFactory = (plugin, ctx): Sink => {
       counters.bytes_sent += bytes.length;
       socket.write(bytes);
     }
-    counters.reports_sent += r.count;
+    counters.reports_sent += r.length;
   };
 
   const openLink = () => {
@@ -189,7 +212,8 @@ export const createTcpChainSink: SinkFactory = (plugin, ctx): Sink => {
           sent = 0;
           lastAck = 0;
           reportsAccepted = msg.accept.report === 1;
-          link.up({ tls: !!tlsOptions, node, unacked: held() });
+          version = cfg.protocol_version >= PROTOCOL_V2 && msg.accept.version === PROTOCOL_V2 ? PROTOCOL_V2 : 1;
+          link.up({ tls: !!tlsOptions, node, unacked: held(), protocol: version });
           sendPending();
           flushReports();
         } else if (msg.kind === 'error') {
@@ -242,6 +266,7 @@ export const createTcpChainSink: SinkFactory = (plugin, ctx): Sink => {
     settles: true,
     carriesIds: true,
     sendsWire: true,
+    wireVersion: () => version,
     linkUp: () => loop.state === 'ready',
     linkDown: () => down,
     open() {
@@ -250,8 +275,8 @@ export const createTcpChainSink: SinkFactory = (plugin, ctx): Sink => {
       return Promise.resolve();
     },
     write(batch) {
-      const wired = wireItems(batch);
-      counters.synthesized += encodeWire(wired, 0, wired.length, Date.now(), ctx.pipeline);
+      const wired = framedItems(batch);
+      counters.synthesized += encodeFor(version, wired, 0, wired.length, Date.now(), ctx.pipeline);
       for (const item of wired) {
         items.push(item);
         heldBytes += item.line.length;
@@ -263,8 +288,8 @@ export const createTcpChainSink: SinkFactory = (plugin, ctx): Sink => {
     },
     report(reports) {
       if (!ctx.reports || ctx.checkOnly || closing || reports.length === 0) return;
-      if (pendingReports) counters.reports_dropped += pendingReports.count;
-      pendingReports = { text: reports.map(reportLine).join(''), count: reports.length };
+      if (pendingReports) counters.reports_dropped += pendingReports.length;
+      pendingReports = reports;
       // a link with nothing to send is dialled for the reports alone: an idle edge still reports
       if (loop.state === 'ready') flushReports();
       else loop.dial();
@@ -273,7 +298,7 @@ export const createTcpChainSink: SinkFactory = (plugin, ctx): Sink => {
     heldBytes: () => heldBytes,
     async close(deadline) {
       closing = true;
-      if (pendingReports) counters.reports_dropped += pendingReports.count;
+      if (pendingReports) counters.reports_dropped += pendingReports.length;
       pendingReports = undefined;
       waiters.wake(closing);
       if (held() > 0 && !ctx.checkOnly) {

@@ -61,6 +61,8 @@ export interface Sink {
   readonly carriesIds?: boolean;
   /** The sink sends items as chain lines (`encodeWire`): the pipeline may write them ahead. */
   readonly sendsWire?: boolean;
+  /** With sendsWire: the chain protocol version it sends in now, 1 (lines, when absent) or 2 (frames, `encodeFrames`). */
+  wireVersion?(): number;
   /** For `fanout = "any"` and `"balance"`: false while the link is not up (the sink then skips entries). */
   linkUp?(): boolean;
   /**

@@ -1,5 +1,6 @@
 // `tcp_chain` source: the receiving end of a chain link (DESIGN.md §9). Each connection sends a
-// hello, then one JSON entry per line; entries are emitted one batch per read and acknowledged
+// hello, then one JSON entry per line, or, when its hello offered version 2 (§25), one binary frame
+// per entry (core/frame-reader.ts); entries are emitted one batch per read and acknowledged
 // once they are done (every sink delivered them or dropped them with a count, DESIGN.md §15), in
 // order. A saturated pipeline pauses every connection (TCP backpressure).
 
@@ -10,6 +11,8 @@ import { acceptFor, ackLine, errorLine, isReportLine, LineSplitter, okLine, pars
 import { decodeEntry, trailingIdOf } from '../core/entry-line.js';
 import { reportSourceCounters, takeReport } from '../chain/reports.js';
 import { CHAIN_SOURCE_BUFFER_SIZE, type ChainSourceConfig, chainSourceConfig, chainSourceCounters, chainSourceFields } from '../net/source-config.js';
+import { FRAME_REPORT, PROTOCOL_V2 } from '../core/entry-frame.js';
+import { decodeEntryFrame, type Frame, frameIdOf, FrameReader, reportOfFrame } from '../core/frame-reader.js';
 import type { PluginSpec } from '../config/spec.js';
 import { doneBy, InOrder } from '../core/ack.js';
 import type { Entry } from '../core/entry.js';
@@ -47,13 +50,13 @@ interface Link {
 }
 
 export const TCP_CHAIN_SOURCE: PluginSpec = {
-  doc: 'receives entries from other nodes\' `tcp_chain` sinks (chain protocol v1 over TCP, NDJSON with acks)',
+  doc: 'receives entries from other nodes\' `tcp_chain` sinks (chain protocol over TCP: NDJSON, or version 2 frames when the sink offers them; acks)',
   fields: chainSourceFields({
     max_connections: { t: 'number', def: 0, int: true, min: 0, unit: 'connections', doc: 'links beyond this are refused (`rejected_conns`); 0 = unlimited' },
     buffer_size: CHAIN_SOURCE_BUFFER_SIZE,
     hello_timeout_ms: { t: 'number', def: 10000, int: true, min: 1, doc: 'a link that sends no hello this long is closed (`parse_errors`)' },
     read_timeout_ms: { t: 'number', def: 0, int: true, min: 0, doc: 'a link silent this long is closed; 0 = none' },
-    max_line_bytes: { t: 'number', def: 1048576, int: true, min: 64, doc: 'a longer line counts `parse_errors` and ends the link' },
+    max_line_bytes: { t: 'number', def: 1048576, int: true, min: 64, doc: 'a longer line (or version 2 frame) counts `parse_errors` and ends the link' },
   }),
 };
 
@@ -118,8 +121,8 @@ export const createTcpChainSource: SourceFactory = (plugin, ctx): Source => {
       skipped = 0;
       ctx.emit(b, link.order.add(link.received));
     };
-    /** Takes the hello line; the codec the sink's stream then uses, or undefined (plain, or refused). */
-    const onHello = (line: string): { codec?: string } | undefined => {
+    /** Takes the hello line; the codec the sink's stream then uses and whether it is frames, or undefined (refused). */
+    const onHello = (line: string): { codec?: string; frames: boolean } | undefined => {
       const hello = parseHello(line);
       clearTimeout(link.helloTimer);
       if (!hello.ok) {
@@ -131,10 +134,25 @@ export const createTcpChainSource: SourceFactory = (plugin, ctx): Source => {
       link.ready = true;
       link.node = link.session?.auth_identity ?? (hello.node || undefined);
       // offered features this source does not know are ignored (DESIGN.md §25)
-      const accept = acceptFor(hello.offer, { compression: STREAM_CODECS, report: [1] });
+      const accept = acceptFor(hello.offer, { compression: STREAM_CODECS, report: [1], version: [PROTOCOL_V2] });
       link.reports = accept.report !== undefined;
       socket.write(okLine(accept));
-      return { codec: typeof accept.compression === 'string' ? accept.compression : undefined };
+      return { codec: typeof accept.compression === 'string' ? accept.compression : undefined, frames: accept.version === PROTOCOL_V2 };
+    };
+    /** when the read being taken apart came: the time of its entries that have none */
+    let now = 0;
+    /** A copy the dedup window already has, dropped before its decode: acknowledged with the batch. */
+    const skipDuplicate = () => {
+      if (batch.length + ++skipped >= cfg.buffer_size) flush();
+    };
+    /** A decoded entry into the batch; undefined (the line or frame was no entry) is a parse error. */
+    const take = (entry: Entry | undefined) => {
+      if (!entry) {
+        counters.parse_errors++;
+        return;
+      }
+      batch.push(entry);
+      if (batch.length + skipped >= cfg.buffer_size) flush();
     };
     const onLine = (line: string) => {
       if (link.closed) return;
@@ -143,40 +161,54 @@ export const createTcpChainSource: SourceFactory = (plugin, ctx): Source => {
         takeReport(reportOfLine(line), link.session?.auth_identity, counters, ctx.report);
         return;
       }
-      const now = Date.now();
       if (ctx.duplicate) {
-        // a copy the dedup window already has is dropped before its decode
         const id = trailingIdOf(line);
-        if (id !== undefined && ctx.duplicate(id, now)) {
-          if (batch.length + ++skipped >= cfg.buffer_size) flush();
-          return;
-        }
+        if (id !== undefined && ctx.duplicate(id, now)) return skipDuplicate();
       }
-      const entry = decodeEntry(line, link.node, now, ctx.pipeline);
-      if (!entry) {
-        counters.parse_errors++;
+      take(decodeEntry(line, link.node, now, ctx.pipeline));
+    };
+    /** version 2: one frame (core/frame-reader.ts) */
+    const onFrame = (f: Frame) => {
+      if (link.closed) return;
+      if (f.buf[f.at] === FRAME_REPORT) {
+        if (link.reports) takeReport(reportOfFrame(f), link.session?.auth_identity, counters, ctx.report);
+        else counters.parse_errors++;
         return;
       }
-      batch.push(entry);
-      if (batch.length + skipped >= cfg.buffer_size) flush();
+      const id = frameIdOf(f);
+      if (ctx.duplicate && id !== undefined && ctx.duplicate(id, now)) return skipDuplicate();
+      take(decodeEntryFrame(f, link.node, now, ctx.pipeline, id));
     };
-    const decoder = new StringDecoder('utf8');
-    /** the lines of the stream after the hello, as text (inflated first when compressed) */
-    const onText = (text: string) => {
-      if (link.closed) return;
-      const fits = splitter.push(text, onLine);
+    /** After a read was taken apart: its batch emitted; a line or frame over max_line_bytes ends the link. */
+    const afterRead = (fits: boolean, what: string) => {
       flush();
       if (!fits) {
         counters.parse_errors++;
         link.closed = true;
         if (link.done !== link.acked) socket.write(ackLine(link.done));
-        refuse(link, `line over max_line_bytes (${cfg.max_line_bytes})`);
+        refuse(link, `${what} over max_line_bytes (${cfg.max_line_bytes})`);
         return;
       }
       // inflated text comes after the read that carried it: the pause is checked here too
       if (ctx.isSaturated()) socket.pause();
     };
-    let feed = (bytes: Buffer) => onText(decoder.write(bytes));
+    const decoder = new StringDecoder('utf8');
+    /** the lines of the stream after the hello, as text (inflated first when compressed) */
+    const onText = (text: string) => {
+      if (link.closed) return;
+      now = Date.now();
+      afterRead(splitter.push(text, onLine), 'line');
+    };
+    const frames = new FrameReader(cfg.max_line_bytes);
+    /** version 2: the frames of the stream after the hello (inflated first when compressed) */
+    const onFrames = (bytes: Buffer) => {
+      if (link.closed) return;
+      now = Date.now();
+      afterRead(frames.push(bytes, onFrame), 'frame');
+    };
+    const readLines = (bytes: Buffer) => onText(decoder.write(bytes));
+    /** the stream after the hello, in the version the hello chose (inflated first when compressed) */
+    let feed = readLines;
     /** bytes of the hello line read so far (it ends at the first \n; the stream follows it) */
     let helloBytes: Buffer[] | undefined = [];
     let helloSize = 0;
@@ -201,9 +233,11 @@ export const createTcpChainSource: SourceFactory = (plugin, ctx): Source => {
         helloBytes = undefined;
         const chosen = onHello(line);
         if (!chosen) return;
+        const read = chosen.frames ? onFrames : readLines;
+        feed = read;
         if (chosen.codec) {
           const inflate = streamDecompressor(chosen.codec);
-          inflate.on('data', (out: Buffer) => onText(decoder.write(out)));
+          inflate.on('data', read);
           inflate.on('error', () => {
             counters.parse_errors++;
             link.closed = true;

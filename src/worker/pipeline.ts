@@ -4,7 +4,7 @@
 
 import { withBuffer } from '../buffer/source.js';
 import type { PipelineConfig } from '../config/schema.js';
-import { encodeWire, type WireItem, wireItem } from '../core/entry-wire.js';
+import { encodeAhead, type FramedItem, framedItem } from '../core/entry-frame.js';
 import { settle, settleAll } from '../core/ack.js';
 import type { Counters, PipelineCounters } from '../core/counters.js';
 import type { Entry } from '../core/entry.js';
@@ -319,7 +319,7 @@ class AssembledPipeline implements Pipeline {
     const passed: string[] = [];
     const ticket = openTicket(done, this.journal, passed);
     const now = Date.now();
-    const offered: WireItem[] = [];
+    const offered: FramedItem[] = [];
     for (const entry of entries) {
       if (ids && entry.id === undefined) entry.id = ids.next();
       const line = flow.process(entry, now);
@@ -327,14 +327,14 @@ class AssembledPipeline implements Pipeline {
       // an entry without an id passed the window unseen: nothing to hand on
       if (this.journal && entry.id !== undefined) passed.push(entry.id);
       if (this.wireAhead) {
-        const item = wireItem(entry, line, ticket);
+        const item = framedItem(entry, line, ticket);
         offered.push(item);
         this.fanout.offer(item);
       } else this.fanout.offer({ entry, line, ticket, paths: 0 });
     }
     // Chain lines are written now, while the link may still wait for acknowledgements, so that
     // when its window opens the sink only sends (a hop's window is small: 1,000 entries by default)
-    if (offered.length > 0) encodeWire(offered, 0, offered.length, now, this.cfg.name);
+    if (offered.length > 0) encodeAhead(offered, this.wireVersions(), now, this.cfg.name);
     settle(ticket);
     this.updateSaturation();
     if (!this.pumpScheduled) {
@@ -345,6 +345,13 @@ class AssembledPipeline implements Pipeline {
       if (source.acksUpstream) queueMicrotask(this.pumpAllLater);
       else setImmediate(this.pumpAllLater);
     }
+  }
+
+  /** The chain protocol versions the pipeline's chain sinks send in now, bit `1 << version` each (see encodeAhead). */
+  private wireVersions(): number {
+    let versions = 0;
+    for (const r of this.runners) if (r.sink.sendsWire) versions |= 1 << (r.sink.wireVersion?.() ?? 1);
+    return versions;
   }
 
   /**
@@ -365,10 +372,10 @@ class AssembledPipeline implements Pipeline {
       if (e.level !== undefined) letter.level = e.level;
       if (e.id !== undefined) letter.id = e.id;
       const line = this.flow.format(letter);
-      letters.push(target.sink.sendsWire ? wireItem(letter, line, ticket) : { entry: letter, line, ticket, paths: 0 });
+      letters.push(target.sink.sendsWire ? framedItem(letter, line, ticket) : { entry: letter, line, ticket, paths: 0 });
       if (ticket) ticket.pending++;
     }
-    if (target.sink.sendsWire) encodeWire(letters as WireItem[], 0, letters.length, Date.now(), this.cfg.name);
+    if (target.sink.sendsWire) encodeAhead(letters as FramedItem[], 1 << (target.sink.wireVersion?.() ?? 1), Date.now(), this.cfg.name);
     for (const item of letters) target.queue.push(item);
     source.counters.dead_lettered = (source.counters.dead_lettered ?? 0) + letters.length;
     this.pump(target);

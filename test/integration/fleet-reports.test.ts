@@ -53,7 +53,7 @@ test('a new sink and an old source: the hello offers reports, the old source ans
   await waitFor(() => old.lines.length >= 50, 'the old source got the 50 entries');
   // several report intervals pass: the reports are dropped (counted), never sent
   await waitFor(async () => ((await adminStatus(admin)).pipelines.send?.counters.sinks.up?.reports_dropped ?? 0) >= 3, 'reports dropped, counted', 10_000);
-  t.deepEqual(JSON.parse(old.hellos[0]!), { logrelay: 1, node: 'edge-new', offer: { report: 1 } });
+  t.deepEqual(JSON.parse(old.hellos[0]!), { logrelay: 1, node: 'edge-new', offer: { report: 1, version: 2 } });
   t.is(old.lines.length, 50, 'entries only: no report line reached the old source');
   t.true(old.lines.every((l) => (JSON.parse(l) as { message: string }).message.startsWith('line-')));
   t.is((await adminStatus(admin)).pipelines.send!.counters.sinks.up!.reports_sent, 0);

@@ -3,7 +3,7 @@
 // a v1 peer that knows no `offer` (either side) gets plain lines; an http_chain gzip bomb gets 413,
 // an unknown Content-Encoding 415; zstd runs where the runtime has it and fails the build elsewhere.
 
-import { createServer, connect as netConnect, type AddressInfo, type Socket } from 'node:net';
+import { connect as netConnect, type AddressInfo } from 'node:net';
 import { request } from 'node:http';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
@@ -12,6 +12,7 @@ import { hasZstd } from '../../src/chain/compression.js';
 import { type ChainLink, chainSinkToml, chainSourceToml, feedWithin60s, parseReceived, QUICK_BACKOFF, RECEIVER_HEAD, SENDER_HEAD, tlsBlock } from '../helpers/chain.js';
 import { freePort, nodeStarter, ownedTempDir, type RunningNode, spawnOwnedNode, waitFor, waitReady } from '../helpers/node.js';
 import { makePki } from '../helpers/pki.js';
+import { oldChainSource } from '../helpers/reports.js';
 import { latestStatus } from '../helpers/status.js';
 
 function fleet(t: ExecutionContext) {
@@ -85,40 +86,10 @@ if (hasZstd()) {
   });
 }
 
-/** A chain source of protocol v1 as nodes before compression speak it: `{"ok":1}` to any hello, an ack per line. */
-async function v1Source(t: ExecutionContext): Promise<{ port: number; hellos: string[]; lines: string[] }> {
-  const hellos: string[] = [];
-  const lines: string[] = [];
-  const server = createServer((socket: Socket) => {
-    socket.setEncoding('utf8');
-    let rest = '';
-    let n = 0;
-    socket.on('data', (chunk: string) => {
-      rest += chunk;
-      for (let nl = rest.indexOf('\n'); nl >= 0; nl = rest.indexOf('\n')) {
-        const line = rest.slice(0, nl);
-        rest = rest.slice(nl + 1);
-        if (hellos.length === 0 || line.startsWith('{"logrelay"')) {
-          hellos.push(line);
-          socket.write('{"ok":1}\n');
-        } else {
-          lines.push(line);
-          socket.write(`{"ack":${++n}}\n`);
-        }
-      }
-    });
-    socket.on('error', () => undefined);
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  t.teardown(() => {
-    server.close();
-  });
-  return { port: (server.address() as AddressInfo).port, hellos, lines };
-}
-
 test.serial('a new tcp_chain sink with gzip against a source that knows no offer: plain lines, INFO once per connection', async (t) => {
   const f = fleet(t);
-  const old = await v1Source(t);
+  const old = await oldChainSource();
+  t.teardown(() => old.close());
   const send = f.start('send', `${SENDER_HEAD}${chainSinkToml('out', 'tcp_chain', old.port, 'edge', `${QUICK_BACKOFF}compression = "gzip"\n`)}`, ['--logging.level=debug'], true);
   await waitReady(send, 'sender');
   await feedWithin60s(send.child.stdin!, 100, 100, 0);

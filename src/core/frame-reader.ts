@@ -1,0 +1,210 @@
+// Chain protocol version 2, the reading end: cuts a byte stream into the frames entry-frame.ts
+// writes (the format is in docs/protocol.md) and makes entries and reports of them. An ASCII
+// frame's strings are slices of one Latin-1 text per read, so a string costs no decode of its own.
+
+import type { Entry } from './entry.js';
+import { isTime, parseJsonText } from './entry.js';
+import { ASCII, BODY_HEAD_BYTES, FRAME_ENTRY, HAS_FIELDS, HAS_ID, HAS_NODE, KNOWN_FLAGS, LENGTH_BYTES, LEVELS, NEGATIVE_TIME, readLength, readTime } from './entry-frame.js';
+
+// ── Decoding ──────────────────────────────────────────────────────────────────────────────────
+
+/** Node's Latin-1 and UTF-8 readers without `toString()`'s argument handling (see Utf8Writer). */
+type SliceReader = Buffer & { latin1Slice(start: number, end: number): string; utf8Slice(start: number, end: number): string };
+const latin1Of = (buf: Buffer, start: number, end: number): string => (buf as SliceReader).latin1Slice(start, end);
+
+/**
+ * One frame as the reader hands it on: its body is `buf[at..end)` (the kind first). The strings of
+ * an ASCII frame are sliced from `text`, the Latin-1 text of `buf[base..limit)`, made once per read
+ * when the first such frame needs it (see textOf).
+ */
+export interface Frame {
+  buf: Buffer;
+  at: number;
+  end: number;
+  base: number;
+  limit: number;
+  text: string | undefined;
+}
+
+/**
+ * Cuts a byte stream into frames. Feed chunks; each whole frame goes to `onFrame` (the same Frame
+ * object, filled anew: read it before returning). Returns false as soon as a frame's length is over
+ * `maxBytes` (or is no version 2 length); the stream must then end. The frames before it are read.
+ */
+export class FrameReader {
+  /** the start of a frame begun in an earlier chunk */
+  private parts: Buffer[] = [];
+  private partLen = 0;
+  /** that frame's body length, once its prefix is in; -1 before */
+  private partSize = -1;
+  private readonly frame: Frame = { buf: Buffer.alloc(0), at: 0, end: 0, base: 0, limit: 0, text: undefined };
+
+  constructor(private readonly maxBytes: number) {}
+
+  private fits(size: number): boolean {
+    return size >= 0 && size <= this.maxBytes;
+  }
+
+  push(chunk: Buffer, onFrame: (frame: Frame) => void): boolean {
+    let at = 0;
+    if (this.partLen > 0) {
+      at = this.finishPart(chunk, onFrame);
+      if (at < 0) return false;
+      if (at >= chunk.length) return true;
+    }
+    // the whole frames of the chunk
+    let end = at;
+    let fits = true;
+    while (end + LENGTH_BYTES <= chunk.length) {
+      const size = readLength(chunk, end);
+      if (!this.fits(size)) {
+        fits = false;
+        break;
+      }
+      if (end + LENGTH_BYTES + size > chunk.length) break;
+      end += LENGTH_BYTES + size;
+    }
+    if (end > at) this.each(chunk, at, end, onFrame);
+    if (!fits) return false;
+    if (end < chunk.length) {
+      // the next frame's start: copied, the caller may reuse the chunk
+      const rest = Buffer.from(chunk.subarray(end));
+      this.parts.push(rest);
+      this.partLen = rest.length;
+      this.partSize = rest.length >= LENGTH_BYTES ? readLength(rest, 0) : -1;
+      if (rest.length >= LENGTH_BYTES && !this.fits(this.partSize)) return false;
+    }
+    return true;
+  }
+
+  /** Hands on the whole frames of `buf[from..to)`. */
+  private each(buf: Buffer, from: number, to: number, onFrame: (frame: Frame) => void): void {
+    const f = this.frame;
+    f.buf = buf;
+    f.base = from;
+    f.limit = to;
+    f.text = undefined;
+    for (let p = from; p < to; ) {
+      f.at = p + LENGTH_BYTES;
+      f.end = f.at + readLength(buf, p);
+      p = f.end;
+      onFrame(f);
+    }
+  }
+
+  /**
+   * Completes the frame begun earlier with the head of `chunk`; returns where the chunk's own
+   * frames begin (its length when it only added to the frame), or -1 when the frame is over the bound.
+   */
+  private finishPart(chunk: Buffer, onFrame: (frame: Frame) => void): number {
+    let at = 0;
+    if (this.partSize < 0) {
+      at = Math.min(LENGTH_BYTES - this.partLen, chunk.length);
+      this.parts.push(Buffer.from(chunk.subarray(0, at)));
+      this.partLen += at;
+      if (this.partLen < LENGTH_BYTES) return chunk.length;
+      const head = Buffer.concat(this.parts, this.partLen);
+      this.parts = [head];
+      this.partSize = readLength(head, 0);
+      if (!this.fits(this.partSize)) return -1;
+    }
+    const whole = LENGTH_BYTES + this.partSize;
+    const take = Math.min(whole - this.partLen, chunk.length - at);
+    // copied: the caller may reuse the chunk
+    this.parts.push(Buffer.from(chunk.subarray(at, at + take)));
+    this.partLen += take;
+    at += take;
+    if (this.partLen < whole) return at;
+    const buf = Buffer.concat(this.parts, whole);
+    this.parts = [];
+    this.partLen = 0;
+    this.partSize = -1;
+    this.each(buf, 0, whole, onFrame);
+    return at;
+  }
+}
+
+/** The Latin-1 text of the frame's read, made on first use. */
+function textOf(f: Frame): string {
+  return (f.text ??= latin1Of(f.buf, f.base, f.limit));
+}
+
+/** `buf[from..to)` as a string: of an ASCII frame a slice of its read's text, else decoded as UTF-8. */
+function stringOf(f: Frame, from: number, to: number, ascii: boolean): string {
+  return ascii ? textOf(f).slice(from - f.base, to - f.base) : (f.buf as SliceReader).utf8Slice(from, to);
+}
+
+/** Where an entry frame's id lies (its length prefix); -1 when it has none or the frame is cut short. */
+function idSpan(f: Frame): number {
+  if (f.end - f.at < BODY_HEAD_BYTES || (f.buf[f.at + 1]! & HAS_ID) === 0) return -1;
+  return f.at + BODY_HEAD_BYTES;
+}
+
+/**
+ * The id of an entry frame, read before the rest (a dedup window drops a copy before it is
+ * decoded); undefined when the frame has none or is no entry frame.
+ */
+export function frameIdOf(f: Frame): string | undefined {
+  if (f.buf[f.at] !== FRAME_ENTRY) return undefined;
+  const at = idSpan(f);
+  if (at < 0 || at + LENGTH_BYTES > f.end) return undefined;
+  const n = readLength(f.buf, at);
+  const from = at + LENGTH_BYTES;
+  return n >= 0 && from + n <= f.end ? stringOf(f, from, from + n, (f.buf[f.at + 1]! & ASCII) !== 0) : undefined;
+}
+
+/**
+ * Decodes an entry frame, as decodeEntry does a line; undefined when it is malformed (a parse
+ * error). A received entry without `node` gets `node`; one without time or source gets `now` /
+ * `fallbackSource`. `id`: what frameIdOf read, when it was read already.
+ */
+export function decodeEntryFrame(f: Frame, node: string | undefined, now: number, fallbackSource: string, id = frameIdOf(f)): Entry | undefined {
+  const { buf, end } = f;
+  if (buf[f.at] !== FRAME_ENTRY || end - f.at < BODY_HEAD_BYTES) return undefined;
+  const flags = buf[f.at + 1]!;
+  const levelCode = buf[f.at + 2]!;
+  if ((flags & ~KNOWN_FLAGS) !== 0 || levelCode >= LEVELS.length) return undefined;
+  const ascii = (flags & ASCII) !== 0;
+  const magnitude = readTime(buf, f.at + 3);
+  const t = flags & NEGATIVE_TIME ? -magnitude : magnitude;
+  let at = f.at + BODY_HEAD_BYTES;
+  // each string: its length, then its bytes; -1 once one runs past the frame
+  const next = (): number => {
+    if (at < 0 || at + LENGTH_BYTES > end) return (at = -1);
+    const n = readLength(buf, at);
+    const from = at + LENGTH_BYTES;
+    at = n >= 0 && from + n <= end ? from + n : -1;
+    return from;
+  };
+  if (flags & HAS_ID) {
+    next();
+    if (id === undefined) return undefined;
+  }
+  const sourceAt = next();
+  const source = at < 0 ? '' : stringOf(f, sourceAt, at, ascii);
+  let entryNode = node;
+  if (flags & HAS_NODE) {
+    const from = next();
+    if (at > from) entryNode = stringOf(f, from, at, ascii);
+  }
+  let fields: unknown;
+  if (flags & HAS_FIELDS) {
+    const from = next();
+    if (at < 0) return undefined;
+    fields = parseJsonText(stringOf(f, from, at, ascii));
+    if (typeof fields !== 'object' || fields === null || Array.isArray(fields)) return undefined;
+  }
+  if (at < 0) return undefined;
+  const entry: Entry = { time: isTime(t) ? t : now, source: source === '' ? fallbackSource : source, message: stringOf(f, at, end, ascii) };
+  if (entryNode) entry.node = entryNode;
+  const level = LEVELS[levelCode];
+  if (level) entry.level = level;
+  if (fields !== undefined) entry.fields = fields as Record<string, unknown>;
+  if (id !== undefined) entry.id = id;
+  return entry;
+}
+
+/** The report a report frame carries (unchecked: see asNodeReport); undefined when it is no JSON. */
+export function reportOfFrame(f: Frame): unknown {
+  return parseJsonText(stringOf(f, f.at + 1, f.end, false));
+}
