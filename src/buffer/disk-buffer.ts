@@ -108,6 +108,7 @@ export class DiskBuffer {
         this.count();
       },
       moved: () => this.prune(),
+      idle: () => this.prune(),
     });
   }
 

@@ -54,6 +54,8 @@ export interface ReaderHost {
   acked(seq: number): void;
   /** the reader moved on to another segment (the log may delete what it left) */
   moved(): void;
+  /** a read ended: a segment the log kept because it was being read may go now */
+  idle(): void;
 }
 
 export class BufferReader {
@@ -239,6 +241,7 @@ export class BufferReader {
         setTimeout(() => this.pump(), this.host.retryMs);
       } finally {
         this.readLoop = false;
+        this.host.idle();
       }
     })();
   }

@@ -303,3 +303,24 @@ test('a segment wholly delivered before a restart is deleted when the saved sequ
   await until(() => later && h4.emitted.at(-1)?.entries[0]?.message === 'e', 'writing and reading go on in a new segment');
   await h4.buffer.close(Date.now() + 1000);
 });
+
+test('a saved sequence that arrives while the reader reads the segment deletes it when that read ends', async (t) => {
+  const dir = tempBufferDir(t);
+  const segs = () => readdirSync(dir).filter((n) => segmentSeq(n) !== undefined);
+  const h = bufferOn(dir, 1 << 20);
+  await h.buffer.open(0);
+  collect(h, 1000);
+  let appended = false;
+  h.buffer.append([entry('a'), entry('b')], Date.now(), () => (appended = true));
+  await until(() => appended && h.emitted.length > 0, 'a and b read');
+  for (const b of h.emitted) b.done();
+  await h.buffer.close(Date.now() + 1000);
+  t.is(segs().length, 1, 'not saved yet: kept');
+
+  const h2 = bufferOn(dir, 1 << 20);
+  await h2.buffer.open(2);
+  collect(h2, 1000); // the reader starts reading the segment now
+  h2.buffer.saved(2);
+  await until(() => segs().length === 0 && h2.counters.buffer_bytes === 0, 'deleted once the read ended');
+  await h2.buffer.close(Date.now() + 1000);
+});
