@@ -16,43 +16,12 @@ import { IdSequence } from '../core/ids.js';
 import type { DedupWindow } from '../flow/dedup.js';
 import { createFlow, type Flow } from '../flow/index.js';
 import type { PipelinePositions } from '../ipc/messages.js';
-import { sinkLoader, SINKS } from '../sinks/index.js';
-import type { DeadLetterItem, Sink, SinkFactory, SinkItem } from '../sinks/types.js';
-import { sourceLoader, SOURCES } from '../sources/index.js';
-import type { Source, SourceFactory } from '../sources/types.js';
+import type { DeadLetterItem, Sink, SinkItem } from '../sinks/types.js';
+import type { Source } from '../sources/types.js';
 import { DoneIds, openTicket } from './acks.js';
 import type { Fanout, SinkRunner } from './fanout.js';
+import { loadPlugins, type Plugins } from './plugins.js';
 import { createRoutedFanout, transformCounters } from './routes.js';
-
-/** The types a registry knows, for the message that refuses an unknown one. */
-const validTypes = (registry: object): string => Object.keys(registry).sort().join(', ');
-
-/** A plugin type's factory, or why there is none (what the build says after `type: `). */
-type Loaded<F> = { readonly factory: F } | { readonly fault: string };
-
-/** The factories of the plugin types one pipeline names, by type, loaded before it is built. */
-interface Plugins {
-  readonly sinks: ReadonlyMap<string, Loaded<SinkFactory>>;
-  readonly sources: ReadonlyMap<string, Loaded<SourceFactory>>;
-}
-
-/** Loads the factory of each of `types` through its registry's loader; an unknown type or one whose code fails to load is a fault. */
-async function loadTypes<F>(kind: 'sink' | 'source', types: readonly string[], loaderOf: (type: string) => (() => Promise<F>) | undefined, registry: object): Promise<Map<string, Loaded<F>>> {
-  const out = new Map<string, Loaded<F>>();
-  for (const type of new Set(types)) {
-    const load = loaderOf(type);
-    if (!load) {
-      out.set(type, { fault: `unknown ${kind} type ${JSON.stringify(type)} (valid types: ${validTypes(registry)})` });
-      continue;
-    }
-    try {
-      out.set(type, { factory: await load() });
-    } catch (err) {
-      out.set(type, { fault: `cannot load the ${type} ${kind}: ${errorMessage(err)}` });
-    }
-  }
-  return out;
-}
 
 /** While the sources are paused, how often the pipeline looks again at which full sinks block, ms. */
 const SATURATION_RECHECK_MS = 200;
@@ -476,11 +445,7 @@ class AssembledPipeline implements Pipeline {
 
 /** Loads the code of the pipeline's own plugin types (and no other), then builds it; every fault found is in the BuildError. */
 export async function buildPipeline(cfg: PipelineConfig, opts: BuildOptions): Promise<Pipeline> {
-  const plugins: Plugins = {
-    sinks: await loadTypes('sink', cfg.plugin_sinks.map((p) => p.type), sinkLoader, SINKS),
-    sources: await loadTypes('source', cfg.plugin_sources.map((p) => p.type), sourceLoader, SOURCES),
-  };
-  const pipeline = new AssembledPipeline(cfg, opts, plugins);
+  const pipeline = new AssembledPipeline(cfg, opts, await loadPlugins(cfg));
   if (pipeline.errors.length > 0) throw new BuildError(pipeline.errors);
   return pipeline;
 }
