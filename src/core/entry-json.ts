@@ -104,6 +104,7 @@ export function hasKeys(o: object): boolean {
  */
 export function fieldsJson(fields: Readonly<Record<string, unknown>>): string {
   let s = '';
+  let at = 0;
   for (const key in fields) {
     if (!Object.hasOwn(fields, key)) continue;
     const value = fields[key];
@@ -113,7 +114,7 @@ export function fieldsJson(fields: Readonly<Record<string, unknown>>): string {
           ? '"stdout"'
           : value === 'stderr'
             ? '"stderr"'
-            : jsonString(value)
+            : placedString(value, at)
         : typeof value === 'number'
           ? numberJson(value)
           : value === true
@@ -123,9 +124,44 @@ export function fieldsJson(fields: Readonly<Record<string, unknown>>): string {
               : (JSON.stringify(value) as string | undefined);
     // what JSON.stringify leaves out (undefined, functions, symbols)
     if (json === undefined) continue;
-    s = s === '' ? `{${keyJson(key)}${json}` : `${s},${keyJson(key)}${json}`;
+    let k: string;
+    if (at < MAX_PLACES && LAST_KEYS[at] === key) k = LAST_KEY_JSONS[at]!;
+    else {
+      k = keyJson(key);
+      if (at < MAX_PLACES) {
+        LAST_KEYS[at] = key;
+        LAST_KEY_JSONS[at] = k;
+      }
+    }
+    at++;
+    s = s === '' ? `{${k}${json}` : `${s},${k}${json}`;
   }
   return s === '' ? '{}' : `${s}}`;
+}
+
+/**
+ * The keys and string values fieldsJson wrote last, by their place among the written ones, with
+ * their JSON. Entries one after the other mostly have their keys in one order (a parser's, then
+ * what steps add) and many values repeat at their place (a method, a protocol, a user agent, a
+ * value a `set` step writes): comparing with the last one costs less than a lookup in KEYS or an
+ * escape check (a regular expression's call per value). A value of any length is compared: equal
+ * text costs its length to compare, as the check would.
+ */
+const MAX_PLACES = 64;
+// filled, so no hole is read; each place a true pair (the empty string and its JSON)
+const LAST_KEYS: string[] = Array.from({ length: MAX_PLACES }, () => '');
+const LAST_KEY_JSONS: string[] = Array.from({ length: MAX_PLACES }, () => '"":');
+const LAST_VALUES: string[] = Array.from({ length: MAX_PLACES }, () => '');
+const LAST_VALUE_JSONS: string[] = Array.from({ length: MAX_PLACES }, () => '""');
+
+/** jsonString(value), remembered as the last value at place `at` of fieldsJson. */
+function placedString(value: string, at: number): string {
+  if (at >= MAX_PLACES) return jsonString(value);
+  if (LAST_VALUES[at] === value) return LAST_VALUE_JSONS[at]!;
+  const json = jsonString(value);
+  LAST_VALUES[at] = value;
+  LAST_VALUE_JSONS[at] = json;
+  return json;
 }
 
 /**

