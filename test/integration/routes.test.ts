@@ -67,8 +67,10 @@ ${fileSourceToml('f', inDir, 'from = "start"')}${routedSink('err_a', out('err_a'
   const status = await waitFor(async () => {
     const s = await adminStatus(admin).catch(() => undefined);
     const c = s?.pipelines.paths?.counters as { unrouted?: number } | undefined;
-    return c?.unrouted === 2 ? s : undefined;
-  }, 'the paths pipeline counts its 2 unrouted entries (info, debug)');
+    const r = s?.pipelines.routes?.counters as { transforms?: Record<string, Record<string, number>> } | undefined;
+    // each pipeline's worker ships its counters on its own second: wait for both
+    return c?.unrouted === 2 && r?.transforms?.parse_0?.processed === 5 ? s : undefined;
+  }, 'the paths pipeline counts its 2 unrouted entries (info, debug), the routes pipeline its 5 parsed');
   const routes = status.pipelines.routes!.counters as { unrouted?: number; transforms?: Record<string, Record<string, number>> };
   t.is(routes.unrouted, 0, 'with an archive sink every entry is routed');
   t.deepEqual(routes.transforms, { parse_0: { processed: 5, parse_failed: 0, bad_values: 0 } });
