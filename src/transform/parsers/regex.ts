@@ -10,8 +10,32 @@ import type { Parser } from './types.js';
  * capture. Undefined when the count disagrees with the engine's (a pattern this reading misses).
  */
 export function namedGroupNumbers(source: string): [name: string, n: number][] | undefined {
+  const groups = captureOpenings(source);
   const out: [string, number][] = [];
-  let n = 0;
+  groups.forEach((g, k) => {
+    if (g.name !== undefined) out.push([g.name, k + 1]);
+  });
+  const total = new RegExp(`${source}|`).exec('')!.length - 1;
+  return total === groups.length ? out : undefined;
+}
+
+/** `source` with each `(?<name>` opening a plain `(` (escapes and character classes skipped as namedGroupNumbers does). */
+export function unnamed(source: string): string {
+  let out = '';
+  let from = 0;
+  for (const g of captureOpenings(source)) {
+    if (g.name === undefined) continue;
+    out += `${source.slice(from, g.at)}(`;
+    from = g.nameEnd + 1;
+  }
+  return out + source.slice(from);
+}
+
+type Opening = { readonly at: number; readonly name?: undefined } | { readonly at: number; readonly name: string; readonly nameEnd: number };
+
+/** Each capturing group's `(` in `source`, in order, with a named group's name and the index of its `>`. */
+function captureOpenings(source: string): Opening[] {
+  const out: Opening[] = [];
   let inClass = false;
   for (let i = 0; i < source.length; i++) {
     const c = source[i];
@@ -25,42 +49,15 @@ export function namedGroupNumbers(source: string): [name: string, n: number][] |
     }
     if (c === '[') inClass = true;
     else if (c === '(') {
-      if (source[i + 1] !== '?') n++;
+      if (source[i + 1] !== '?') out.push({ at: i });
       else if (source[i + 2] === '<' && source[i + 3] !== '=' && source[i + 3] !== '!') {
-        n++;
-        const end = source.indexOf('>', i + 3);
-        out.push([source.slice(i + 3, end), n]);
+        const nameEnd = source.indexOf('>', i + 3);
+        out.push({ at: i, name: source.slice(i + 3, nameEnd), nameEnd });
+        i = nameEnd;
       }
     }
   }
-  const total = new RegExp(`${source}|`).exec('')!.length - 1;
-  return total === n ? out : undefined;
-}
-
-/** `source` with each `(?<name>` opening a plain `(` (escapes and character classes skipped as namedGroupNumbers does). */
-export function unnamed(source: string): string {
-  let out = '';
-  let from = 0;
-  let inClass = false;
-  for (let i = 0; i < source.length; i++) {
-    const c = source[i];
-    if (c === '\\') {
-      i++;
-      continue;
-    }
-    if (inClass) {
-      if (c === ']') inClass = false;
-      continue;
-    }
-    if (c === '[') inClass = true;
-    else if (c === '(' && source[i + 1] === '?' && source[i + 2] === '<' && source[i + 3] !== '=' && source[i + 3] !== '!') {
-      const end = source.indexOf('>', i + 3);
-      out += `${source.slice(from, i)}(`;
-      from = end + 1;
-      i = end;
-    }
-  }
-  return out + source.slice(from);
+  return out;
 }
 
 export function regexParser(re: RegExp): Parser {
