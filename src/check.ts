@@ -3,7 +3,8 @@
 import type { Config } from './config/schema.js';
 import { errorMessage } from './core/errors.js';
 import { createLogger } from './core/log.js';
-import { BuildError, buildPipeline } from './worker/pipeline.js';
+import { BuildError } from './worker/pipeline-api.js';
+import { buildPipeline } from './worker/pipeline.js';
 
 /** Every build error of every pipeline, as `pipeline=<name>: <error>`. */
 export async function checkPipelines(config: Config): Promise<string[]> {

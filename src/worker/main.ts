@@ -10,7 +10,8 @@ import { watchCertificates } from '../net/cert-expiry.js';
 import { createDropWarner, type DropWarner } from './drop-warn.js';
 import { sampleGauges } from './gauges.js';
 import { IpcLogStream } from './ipc-log.js';
-import { buildPipeline, type Pipeline } from './pipeline.js';
+import type { Pipeline } from './pipeline-api.js';
+import { buildPipeline } from './pipeline.js';
 
 const STATS_INTERVAL_MS = 1000;
 /** Reports received by the chain sources go to the primary together, at most this often, ms. */

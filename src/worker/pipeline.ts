@@ -9,7 +9,6 @@ import { settle, settleAll } from '../core/ack.js';
 import type { Counters, PipelineCounters } from '../core/counters.js';
 import type { Entry } from '../core/entry.js';
 import { errorMessage, errorMessages } from '../core/errors.js';
-import type { Logger } from '../core/log.js';
 import type { NodeReport } from '../core/node-report.js';
 import { BoundedQueue } from '../core/queue.js';
 import { IdSequence } from '../core/ids.js';
@@ -20,6 +19,7 @@ import type { DeadLetterItem, Sink, SinkItem } from '../sinks/types.js';
 import type { Source } from '../sources/types.js';
 import { DoneIds, openTicket } from './acks.js';
 import type { Fanout, SinkRunner } from './fanout.js';
+import { BuildError, type BuildOptions, type Pipeline } from './pipeline-api.js';
 import { loadPlugins, type Plugins } from './plugins.js';
 import { createRoutedFanout, transformCounters } from './routes.js';
 
@@ -31,49 +31,6 @@ const lineBytes = (item: SinkItem): number => item.line.length;
 
 /** Most entries handed to one sink write. */
 const MAX_BATCH = 1024;
-
-/** Every fault found while building, each as `failed to create …` or a flow key path. */
-export class BuildError extends Error {
-  constructor(readonly errors: readonly string[]) {
-    super(errors.join('; '));
-    this.name = 'BuildError';
-  }
-}
-
-export interface BuildOptions {
-  readonly log: Logger;
-  readonly checkOnly: boolean;
-  /** level is debug: the filter stage logs its per-entry lines */
-  readonly debug: boolean;
-  /** `node_name`: part of entry ids, the default `node` of chain sinks */
-  readonly node: string;
-  /** `data_dir`, where disk buffers live (DESIGN.md §23); empty or absent: none */
-  readonly dataDir?: string;
-  /** `report_interval_ms` > 0: chain sinks offer and send node reports */
-  readonly reports?: boolean;
-  /** where node reports received by chain sources go (the worker passes them to the primary) */
-  readonly onReport?: (report: NodeReport) => void;
-}
-
-export interface Pipeline {
-  readonly name: string;
-  readonly sources: readonly Source[];
-  readonly sinks: readonly Sink[];
-  /** Build step: bind listeners, open files. */
-  open(): Promise<void>;
-  /** `since`: per source id, when its run began (see the `start` message) */
-  start(positions: PipelinePositions, since: Readonly<Record<string, number>>, dedup?: DedupWindow): void;
-  /** Sources stop, queues drain, sinks close, all within `timeoutMs`; returns the entries abandoned. */
-  stop(timeoutMs: number): Promise<number>;
-  counters(): PipelineCounters;
-  positions(): PipelinePositions;
-  /** dedup ids whose entries are done since the last call (for the primary's copy of the window) */
-  doneIds(): DedupWindow | undefined;
-  /** The checkpoint saved these positions (disk buffers delete the segments they passed). */
-  checkpointed(positions: PipelinePositions): void;
-  /** Node reports to send upstream: every chain sink sends them (never as entries). */
-  report(reports: readonly NodeReport[]): void;
-}
 
 /**
  * A pipeline as one object whose steps are named methods (a profile names them): emitBatch (a
