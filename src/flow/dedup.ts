@@ -1,7 +1,7 @@
 // Duplicate suppression (DESIGN.md §14): the first flow stage drops an entry whose id was seen
 // within the window, the last `window_entries` ids and none older than `window_ms`. A ring of
-// ids in arrival order (times in a Float64Array) and a Map for lookup: every step is O(1), and
-// memory is the ring plus the Map, about window_entries × 100 bytes for ids of 28 characters.
+// ids in arrival order (their bytes and times in typed arrays) and an open-addressing table for
+// lookup: every step is O(1), and memory is about window_entries × 90 bytes, none of it strings.
 
 import type { DedupConfig } from '../config/schema.js';
 import { type DedupWindow, eachId } from '../core/dedup-window.js';
@@ -18,6 +18,18 @@ export type { DedupWindow };
 export function ownCopy(id: string): string {
   return ` ${id}`.slice(1);
 }
+
+/**
+ * Bytes of an id kept in the window's byte store: the ids logrelay makes are at most 28 characters
+ * of ASCII (core/ids.ts). A longer id, or one with a character past U+00FF, is kept as a string
+ * (`long`). Kept as bytes, the window holds no strings: a busy collector's window is 100,000 ids
+ * renewed every few seconds, each one a string the garbage collector promoted, copied and swept
+ * (with `ownCopy` before storing, a tenth of the collector's dedup time), and a lookup compared a
+ * string from somewhere in the heap where it now reads one cache line beside the others.
+ */
+const ID_BYTES = 32;
+/** `lens` of an id held in `long` */
+const LONG = 255;
 
 /** FNV-1a over the UTF-16 units of `id`, then murmur3's final mix so every bit counts in the low ones. */
 function hashId(id: string): number {
@@ -38,7 +50,12 @@ function hashId(id: string): number {
  * (`slotOf`), so eviction needs neither the id's hash nor a probe.
  */
 export class DedupSet {
-  private readonly ids: (string | undefined)[];
+  /** ring index → its id's bytes, ID_BYTES each */
+  private readonly bytes: Uint8Array;
+  /** ring index → its id's length, or LONG */
+  private readonly lens: Uint8Array;
+  /** ring index → an id the byte store cannot hold */
+  private readonly long = new Map<number, string>();
   private readonly times: Float64Array;
   /** ring index → table slot holding it */
   private readonly slotOf: Int32Array;
@@ -53,7 +70,8 @@ export class DedupSet {
     private readonly maxEntries: number,
     private readonly maxMs: number,
   ) {
-    this.ids = new Array<string | undefined>(maxEntries);
+    this.bytes = new Uint8Array(maxEntries * ID_BYTES);
+    this.lens = new Uint8Array(maxEntries);
     this.times = new Float64Array(maxEntries);
     this.slotOf = new Int32Array(maxEntries);
     // at most a quarter full: probes stay short
@@ -96,12 +114,44 @@ export class DedupSet {
 
   /** The slot holding `id`, or ~slot of the empty one where it would go. */
   private find(id: string, h: number): number {
-    const { table, mask, ids } = this;
+    const { table, mask } = this;
     for (let slot = h & mask; ; slot = (slot + 1) & mask) {
       const ring = table[slot * 2]!;
       if (ring === 0) return ~slot;
-      if (table[slot * 2 + 1] === h && ids[ring - 1] === id) return slot;
+      if (table[slot * 2 + 1] === h && this.holds(ring - 1, id)) return slot;
     }
+  }
+
+  /** True when the ring index `ring` holds `id`. */
+  private holds(ring: number, id: string): boolean {
+    const n = this.lens[ring]!;
+    if (n === LONG) return this.long.get(ring) === id;
+    if (n !== id.length) return false;
+    const { bytes } = this;
+    const at = ring * ID_BYTES;
+    for (let i = 0; i < n; i++) if (bytes[at + i] !== id.charCodeAt(i)) return false;
+    return true;
+  }
+
+  /** Keeps `id` at the ring index `ring`: as bytes when it fits, else as a string of its own. */
+  private store(ring: number, id: string): void {
+    const n = id.length;
+    if (n <= ID_BYTES) {
+      const { bytes } = this;
+      const at = ring * ID_BYTES;
+      let i = 0;
+      for (; i < n; i++) {
+        const c = id.charCodeAt(i);
+        if (c > 0xff) break;
+        bytes[at + i] = c;
+      }
+      if (i === n) {
+        this.lens[ring] = n;
+        return;
+      }
+    }
+    this.lens[ring] = LONG;
+    this.long.set(ring, ownCopy(id));
   }
 
   private add(received: string, h: number, slot: number, at: number): void {
@@ -111,7 +161,7 @@ export class DedupSet {
       slot = ~this.find(received, h);
     }
     const ring = this.next++ % this.maxEntries;
-    this.ids[ring] = ownCopy(received);
+    this.store(ring, received);
     this.times[ring] = at;
     this.slotOf[ring] = slot;
     this.table[slot * 2] = ring + 1;
@@ -120,7 +170,7 @@ export class DedupSet {
 
   private evictOldest(): void {
     const ring = this.head++ % this.maxEntries;
-    this.ids[ring] = undefined;
+    if (this.lens[ring] === LONG) this.long.delete(ring);
     const { table, mask, slotOf } = this;
     // backward-shift deletion: later entries of the probe run move up into the hole
     let hole = slotOf[ring]!;

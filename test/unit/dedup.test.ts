@@ -167,3 +167,37 @@ test('the window keeps its ids, not the lines they were read from', (t) => {
   t.true(grew < 40, `the window holds ${grew.toFixed(1)} MB (the lines would be 100 MB)`);
   t.log(`100,000 ids: ${grew.toFixed(1)} MB of heap`);
 });
+
+test('ids the byte store cannot hold (over 32 characters, or past U+00FF) are kept and evicted as the others', (t) => {
+  const d = new DedupSet(3, 60_000);
+  const long = `${'L'.repeat(40)}.1`;
+  const wide = 'ιδ.1';
+  const latin = 'é.1';
+  for (const id of [long, wide, latin]) t.false(d.check(id, T0), id);
+  for (const id of [long, wide, latin]) t.true(d.check(id, T0), `${id} is held`);
+  t.false(d.check(`${'L'.repeat(40)}.2`, T0), 'a long id differing in its last character is new');
+  t.false(d.has(long, T0), 'the oldest (the long one) was evicted by it');
+  t.false(d.check('ιδ.2', T0));
+  t.false(d.has(wide, T0), 'then the wide one');
+  t.true(d.has(latin, T0));
+  t.false(d.has('é.', T0), 'a prefix of a held id is not it');
+  t.false(d.has('é.12', T0), 'nor an id it is a prefix of');
+});
+
+test("the flow's lookup before the decode stops while duplicates are rare and resumes when they come; every duplicate is dropped either way", (t) => {
+  const flow = createFlow({ dedup: { enabled: true, window_entries: 200_000, window_ms: 600_000 }, filters: [], format: { type: 'raw' } });
+  // what a chain source does per line: ask `seen` before the decode, else hand the entry to `process`
+  let before = 0;
+  const line = (id: string) => {
+    if (flow.seen(id, T0)) before++;
+    else flow.process({ time: T0, source: 's', message: id, id }, T0);
+  };
+  for (let i = 0; i < 20_000; i++) line(`new-${i}`);
+  // behind balance edges: all new; now a failover's resend, every line a duplicate
+  const beforeResend = before;
+  for (let i = 0; i < 20_000; i++) line(`new-${i}`);
+  t.is(flow.counters.duplicates_dropped, 20_000, 'each resent line dropped once, before or after its decode');
+  t.true(before - beforeResend >= 20_000 - 16_384, `the lookups resumed within 16,384 lines (${before - beforeResend} of 20,000 dropped before the decode)`);
+  t.true(before - beforeResend < 20_000, 'while they were off, duplicates met process instead');
+  t.is(flow.counters.total_passed, 20_000);
+});
