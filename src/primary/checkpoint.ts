@@ -145,6 +145,32 @@ export function readCheckpoint(dir: string, ttlMs: number, log: Logger, now = Da
   return { version: 1, pipelines };
 }
 
+/**
+ * The checkpoint as JSON. A dedup window's chunks (DedupChunk) come from the workers once and are
+ * kept unchanged until they age out, so each one's text is made once and kept beside it: a
+ * collector's window is 100,000 ids (2 MB of text), and making all of it every second cost its
+ * primary about 10 ms of CPU a checkpoint; now only the chunks new since the last one are.
+ */
+export function checkpointText(state: CheckpointState, chunkText: WeakMap<DedupChunk, string> = new WeakMap()): string {
+  const pipelines: string[] = [];
+  for (const [name, p] of Object.entries(state.pipelines)) {
+    const { dedup, ...rest } = p;
+    let text = JSON.stringify(rest);
+    if (dedup !== undefined) {
+      const chunks = dedup.map((c) => {
+        let t = chunkText.get(c);
+        if (t === undefined) chunkText.set(c, (t = JSON.stringify(c)));
+        return t;
+      });
+      text = `${text.slice(0, -1)}${text.length > 2 ? ',' : ''}"dedup":[${chunks.join(',')}]}`;
+    }
+    pipelines.push(`${JSON.stringify(name)}:${text}`);
+  }
+  const { pipelines: _, ...top } = state;
+  const head = JSON.stringify(top);
+  return `${head.slice(0, -1)}${head.length > 2 ? ',' : ''}"pipelines":{${pipelines.join(',')}}}`;
+}
+
 export interface Checkpointer {
   /** `checkpoint_writes`, `checkpoint_errors` */
   readonly counters: { checkpoint_writes: number; checkpoint_errors: number };
@@ -160,6 +186,7 @@ export function startCheckpointer(dir: string, intervalMs: number, log: Logger, 
   const counters = { checkpoint_writes: 0, checkpoint_errors: 0 };
   let last = '';
   let lastErrorLog = 0;
+  const chunkText = new WeakMap<DedupChunk, string>();
   let writing: Promise<void> | undefined;
 
   const writeOnce = async (text: string) => {
@@ -182,7 +209,7 @@ export function startCheckpointer(dir: string, intervalMs: number, log: Logger, 
   const write = (): Promise<void> => {
     if (writing) return writing.then(write);
     const state = snapshot();
-    const text = JSON.stringify(state);
+    const text = checkpointText(state, chunkText);
     if (text === last) return Promise.resolve();
     writing = writeOnce(text)
       .then(

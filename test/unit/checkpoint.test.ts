@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import test from 'ava';
 import { createLogger } from '../../src/core/log.js';
 import { eachId, packChunk } from '../../src/core/dedup-window.js';
-import { CHECKPOINT_FILE, readCheckpoint, startCheckpointer } from '../../src/primary/checkpoint.js';
+import { CHECKPOINT_FILE, checkpointText, readCheckpoint, startCheckpointer } from '../../src/primary/checkpoint.js';
 
 const T0 = Date.parse('2026-01-02T03:04:05.000Z');
 
@@ -58,4 +58,26 @@ test('a dedup window of the wrong shape makes the checkpoint unreadable: ERROR, 
   writeFileSync(join(dir, CHECKPOINT_FILE), JSON.stringify({ version: 1, pipelines: { collect: { positions: {}, seen_at: T0, since: {}, dedup: [{ ids: 7 }] } } }));
   t.is(readCheckpoint(dir, 24 * 3_600_000, log, T0), undefined);
   t.true(records.some((r) => String(r.msg).startsWith('Checkpoint unreadable')));
+});
+
+test("the checkpoint's text, made with each dedup chunk's text kept from the last time, is the state's JSON", (t) => {
+  const chunks = [packChunk(['a', 'b'], [T0, T0]), packChunk(['c\\"é'], [T0 + 7])];
+  const kept = new WeakMap<(typeof chunks)[number], string>();
+  const state = (dedup: typeof chunks | undefined, seen_at: number) => ({
+    version: 1 as const,
+    pipelines: {
+      collect: { positions: { app: { '/var/log/a "b".log': { offset: 12, inode: 3 } } }, seen_at, since: { relays: { at: T0, config: 'x' } }, ...(dedup ? { dedup } : {}) },
+      'no-dedup': { positions: {}, seen_at, since: {} },
+    },
+  });
+  for (const [dedup, at] of [
+    [chunks, T0],
+    [[...chunks, packChunk(['d'], [T0 + 9])], T0 + 1000],
+    [chunks.slice(1), T0 + 2000],
+    [undefined, T0 + 3000],
+  ] as const) {
+    const s = state(dedup ? [...dedup] : undefined, at);
+    t.deepEqual(JSON.parse(checkpointText(s, kept)), JSON.parse(JSON.stringify(s)));
+  }
+  t.is(checkpointText({ version: 1, pipelines: {} }), '{"version":1,"pipelines":{}}');
 });
