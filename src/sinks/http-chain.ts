@@ -181,12 +181,11 @@ export const createHttpChainSink: SinkFactory = (plugin, ctx): Sink => {
    * refused 400/415 (a source that predates it, or an older one behind the same address).
    */
   let version = 1;
-  /** the fallback to NDJSON was told (INFO) since the link last spoke version 2 */
+  /** the fallback to NDJSON was told (INFO, once per run of the sink; later ones at DEBUG) */
   let fallbackTold = false;
   const speak = (next: number, why: string) => {
     if (next === version) return;
     version = next;
-    if (next === PROTOCOL_V2) fallbackTold = false;
     log.debug({ remote: `${cfg.host}:${cfg.port}`, protocol: version, why }, 'Chain link protocol version changed');
   };
   /** A 2xx's word on compression: on, or declined (told once per outage of the word); and on version 2. */
@@ -217,15 +216,16 @@ export const createHttpChainSink: SinkFactory = (plugin, ctx): Sink => {
   /**
    * A version 2 batch refused 400 or 415: a source that does not read frames (it predates them).
    * The same entries go again at once as NDJSON, and the link posts NDJSON until a 204 names
-   * version 2 again; told at INFO once until then.
+   * version 2 again; told at INFO once per run of the sink (something between the nodes that
+   * refuses frames but passes the source's 204 headers would otherwise log it for every batch).
    */
   const fallback = (batch: Batch, status: number): Batch | undefined => {
     if (batch.version !== PROTOCOL_V2 || (status !== 400 && status !== 415)) return undefined;
     speak(1, `HTTP ${status} to frames`);
-    if (!fallbackTold) {
-      fallbackTold = true;
-      log.info({ remote: `${cfg.host}:${cfg.port}`, status }, 'Chain link peer does not read protocol version 2, sending NDJSON');
-    }
+    const fields = { remote: `${cfg.host}:${cfg.port}`, status };
+    if (!fallbackTold) log.info(fields, 'Chain link peer does not read protocol version 2, sending NDJSON');
+    else log.debug(fields, 'Chain link peer does not read protocol version 2, sending NDJSON');
+    fallbackTold = true;
     const lines = linesOf(batch);
     if (!lines) return undefined;
     readyBytes += lines.bytes - batch.bytes;
