@@ -24,6 +24,13 @@ export function acceptsEncoding(header: string | string[] | undefined, codec: st
   return v.split(',').some((c) => c.trim().toLowerCase() === codec);
 }
 export const NDJSON = 'application/x-ndjson';
+/** The body of an http_chain request in chain protocol version 2: entry frames (core/entry-frame.ts) one after another. */
+export const FRAMES = 'application/x-logrelay-frames';
+/**
+ * On an http_chain source's 204: the chain protocol versions it reads (`1, 2`). A sink posts frames
+ * only once a 204 named version 2, so a source that predates it keeps getting NDJSON.
+ */
+export const HEADER_ACCEPT_PROTOCOL = 'x-logrelay-accept-protocol';
 
 /** Seconds a saturated http_chain source asks the sink to wait (`Retry-After`). */
 export const RETRY_AFTER_S = 1;

@@ -41,6 +41,11 @@ export class FrameReader {
 
   constructor(private readonly maxBytes: number) {}
 
+  /** a frame begun and not finished: at the end of a body, a frame cut short */
+  get pending(): boolean {
+    return this.partLen > 0;
+  }
+
   private fits(size: number): boolean {
     return size >= 0 && size <= this.maxBytes;
   }

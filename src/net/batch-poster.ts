@@ -104,6 +104,11 @@ export interface BatchPosterOptions<B extends PostBatch> {
   refused(batch: B, status: number, body: Buffer): void;
   /** The body could not be made (it should not happen): the sink counts the drop. */
   unencodable(batch: B, err: unknown): void;
+  /**
+   * A status a batch would be refused for good: the same entries in a form the peer may take
+   * instead (an http_chain batch in an older protocol version), first in line; undefined: refused.
+   */
+  fallback?(batch: B, status: number): B | undefined;
   /** Two halves of a batch refused 413, in order; undefined when it cannot be split (one entry). */
   split(batch: B): [B, B] | undefined;
   /** The batch is over (delivered, refused or dropped): the sink settles its tickets. */
@@ -203,6 +208,12 @@ export function createBatchPoster<B extends PostBatch>(o: BatchPosterOptions<B>)
     }
     if (o.isRetryable(status)) {
       retry(batch, `HTTP ${status}`, retryAfterMs(res.headers['retry-after']));
+      return;
+    }
+    const instead = o.fallback?.(batch, status);
+    if (instead) {
+      // the same entries again at once, in the form the peer takes: not a failure of the link
+      ready.unshift(instead);
       return;
     }
     const halves = status === 413 ? o.split(batch) : undefined;

@@ -1,8 +1,12 @@
 // `http_chain` sink: the sending end of an HTTP chain link (DESIGN.md §9). Entries are encoded
-// into NDJSON batches, closed at max_batch_count, max_batch_bytes or flush_interval_ms after a
-// batch's first entry, and POSTed by the batch poster (net/batch-poster.ts), up to max_in_flight
-// at once. Network errors, 403, 408, 429 and 5xx are retried with backoff (at least Retry-After,
-// up to backoff_max_ms) while the batch is held; a 413 splits the batch in two.
+// into batches, closed at max_batch_count, max_batch_bytes or flush_interval_ms after a batch's
+// first entry, and POSTed by the batch poster (net/batch-poster.ts), up to max_in_flight at once.
+// A batch is NDJSON (chain protocol version 1) until a 204 of the source says it reads version 2
+// (`X-Logrelay-Accept-Protocol`), then entry frames (§25, core/entry-frame.ts); a version 2 batch
+// refused 400 or 415 (a source that predates it) is sent again at once as NDJSON and the link
+// stays at version 1 until a 204 names version 2 again. Network errors, 403, 408, 429 and 5xx are
+// retried with backoff (at least Retry-After, up to backoff_max_ms) while the batch is held; a 413
+// splits the batch in two.
 
 import type { IncomingMessage } from 'node:http';
 import { promisify } from 'node:util';
@@ -10,9 +14,11 @@ import * as zlib from 'node:zlib';
 import { COMPRESSIONS, type Compression, zstdMissing } from '../chain/compression.js';
 import { HeldWaiters } from '../net/held-waiters.js';
 import { createRequestLinkState } from '../net/link-state.js';
-import { acceptsEncoding, defaultNode, HEADER_ACCEPT_ENCODING, HEADER_NODE, HEADER_PROTOCOL, NDJSON, PROTOCOL_VERSION, reportPath } from '../chain/protocol.js';
+import { acceptsEncoding, defaultNode, FRAMES, HEADER_ACCEPT_ENCODING, HEADER_ACCEPT_PROTOCOL, HEADER_NODE, HEADER_PROTOCOL, NDJSON, PROTOCOL_VERSION, reportPath } from '../chain/protocol.js';
 import { type ChainSinkConfig, chainSinkConfig, chainSinkFields } from '../chain/sink-config.js';
-import { eachWireRun, encodeWire, type WireItem, wireItems } from '../core/entry-wire.js';
+import { eachRun, encodeFor, type FramedItem, framedItems, LENGTH_BYTES, PROTOCOL_V2, readLength } from '../core/entry-frame.js';
+import { decodeEntryFrame, FrameReader } from '../core/frame-reader.js';
+import { eachWireRun, encodeWire, type WireItem, wireItem } from '../core/entry-wire.js';
 import type { PluginSpec } from '../config/spec.js';
 import { settle, type Ticket } from '../core/ack.js';
 import type { Entry } from '../core/entry.js';
@@ -31,12 +37,16 @@ interface HttpChainSinkConfig extends ChainSinkConfig {
   readonly max_batch_bytes: number;
   readonly request_timeout_ms: number;
   readonly max_in_flight: number;
+  /** the highest chain protocol version posted: 2 (frames, once the source says it reads them), or 1 (NDJSON only) */
+  readonly protocol_version: number;
 }
 
 interface Batch {
-  /** the body as the runs of lines that lie together (see `eachWireRun`), sent one after another */
+  /** the chain protocol version of the body: 1 (NDJSON lines) or 2 (entry frames) */
+  readonly version: number;
+  /** the body as the runs of lines or frames that lie together (see `eachRun`), sent one after another */
   readonly body: readonly Buffer[];
-  /** its NDJSON bytes */
+  /** its bytes */
   readonly bytes: number;
   readonly count: number;
   /**
@@ -51,6 +61,9 @@ interface Batch {
   readonly entries?: Entry[];
 }
 
+/** The headers of a version 2 batch (the others go with the NDJSON ones every request has). */
+const FRAMES_HEADERS: Readonly<Record<string, string>> = { 'Content-Type': FRAMES, [HEADER_PROTOCOL]: String(PROTOCOL_V2) };
+
 const gzipAsync = promisify<Buffer, zlib.ZlibOptions, Buffer>(zlib.gzip);
 /** zlib's one-shot zstd, where the runtime has it */
 const zstdCompress = (zlib as unknown as { zstdCompress?: (buf: Buffer, cb: (err: Error | null, out: Buffer) => void) => void }).zstdCompress;
@@ -60,7 +73,7 @@ const zstdAsync = zstdCompress ? promisify<Buffer, Buffer>(zstdCompress) : undef
 const isRetryable = (status: number) => status === 408 || status === 429 || status >= 500 || status === 403;
 
 export const HTTP_CHAIN_SINK: PluginSpec = {
-  doc: "forwards structured entries in NDJSON batches to another node's `http_chain` source; retries a batch until it is acknowledged",
+  doc: "forwards structured entries in batches (NDJSON, or version 2 frames where the source reads them) to another node's `http_chain` source; retries a batch until it is acknowledged",
   fields: chainSinkFields({
     compression: {
       t: 'string',
@@ -81,17 +94,46 @@ export const HTTP_CHAIN_SINK: PluginSpec = {
     // the round trip of one batch (the receiver answers once its entries are delivered
     // downstream) no longer caps the link: each is on its own keep-alive connection
     max_in_flight: { t: 'number', def: 4, int: true, min: 1, max: 64, unit: 'requests', doc: 'batches posted at once, each on its own keep-alive connection' },
+    protocol_version: {
+      t: 'number',
+      def: 2,
+      int: true,
+      min: 1,
+      max: 2,
+      doc: 'the highest chain protocol version posted; the sink starts with version 1 and posts version 2 once a 204 of the source says it reads it',
+      values: {
+        '2': 'binary entry frames (`Content-Type: application/x-logrelay-frames`) once the source names version 2 in `X-Logrelay-Accept-Protocol`; NDJSON to a source that predates it',
+        '1': 'NDJSON only, readable on the wire (tcpdump, any HTTP server)',
+      },
+    },
   }),
 };
 
 /**
- * The batch's lines as slices of the Buffers they were written into, one per run that lies
- * together: written to the request in turn, never copied into one body.
+ * The batch's lines or frames (`version`) as slices of the Buffers they were written into, one per
+ * run that lies together: written to the request in turn, never copied into one body.
  */
-function bodyOf(items: readonly WireItem[]): Buffer[] {
+function bodyOf(version: number, items: readonly FramedItem[]): { body: Buffer[]; bytes: number } {
   const body: Buffer[] = [];
-  eachWireRun(items, 0, items.length, (run) => body.push(run));
-  return body;
+  let bytes = 0;
+  eachRun(version, items, 0, items.length, (run) => {
+    body.push(run);
+    bytes += run.length;
+  });
+  return { body, bytes };
+}
+
+/** Where the first `n` lines (version 1) or frames (version 2) of `all` end. */
+function endOfFirst(version: number, all: Buffer, n: number): number {
+  let cut = 0;
+  if (version === PROTOCOL_V2) {
+    // each frame: its length, then that many bytes
+    for (let i = 0; i < n && cut + LENGTH_BYTES <= all.length; i++) cut += LENGTH_BYTES + readLength(all, cut);
+    return cut;
+  }
+  // each line ends with \n
+  for (let i = 0; i < n; i++) cut = all.indexOf(10, cut) + 1;
+  return cut;
 }
 
 /** A batch refused 413 as two halves (by entries), in order; undefined for a single entry. */
@@ -99,12 +141,11 @@ function halves(batch: Batch): [Batch, Batch] | undefined {
   if (batch.count < 2) return undefined;
   const half = batch.count >> 1;
   const all = batch.body.length === 1 ? batch.body[0]! : Buffer.concat(batch.body as Buffer[]);
-  // the body's lines end each with \n: the first half ends after the half-th of them
-  let cut = -1;
-  for (let n = 0; n < half; n++) cut = all.indexOf(10, cut + 1);
-  const first = all.subarray(0, cut + 1);
-  const second = all.subarray(cut + 1);
+  const cut = endOfFirst(batch.version, all, half);
+  const first = all.subarray(0, cut);
+  const second = all.subarray(cut);
   const part = (body: Buffer, from: number, to: number): Batch => ({
+    version: batch.version,
     body: [body],
     bytes: body.length,
     count: to - from,
@@ -119,7 +160,7 @@ export const createHttpChainSink: SinkFactory = (plugin, ctx): Sink => {
   const tlsOptions = clientTlsOptions('sink', plugin.id, cfg.tls, cfg.host);
   const node = cfg.node ?? ctx.node ?? defaultNode();
   if (cfg.compression === 'zstd' && zstdMissing()) throw new PluginError('sink', plugin.id, 'compression', zstdMissing()!);
-  /** `bytes_raw`: NDJSON bodies before compression; `bytes_sent`: bodies as posted */
+  /** `bytes_raw`: bodies before compression; `bytes_sent`: bodies as posted */
   const counters = { connected: 0, reconnects: 0, retries: 0, batches_sent: 0, dropped_batches: 0, synthesized: 0, bytes_sent: 0, bytes_raw: 0, reports_sent: 0, reports_dropped: 0 };
   const log = ctx.log;
   const link = createRequestLinkState(counters, log, `${cfg.host}:${cfg.port}`, 'Chain link', cfg.backoff_max_ms);
@@ -134,8 +175,22 @@ export const createHttpChainSink: SinkFactory = (plugin, ctx): Sink => {
   /** the source said (on a 2xx) that it reads our codec; until then bodies go plain */
   let peerInflates = false;
   let declinedTold = false;
-  /** A 2xx's word on compression: on, or declined (told once per outage of the word). */
+  /**
+   * The chain protocol version batches are closed in now: 1 until a 2xx of the source names
+   * version 2 (HEADER_ACCEPT_PROTOCOL), back to 1 on a 2xx that does not or a version 2 batch
+   * refused 400/415 (a source that predates it, or an older one behind the same address).
+   */
+  let version = 1;
+  /** the fallback to NDJSON was told (INFO, once per run of the sink; later ones at DEBUG) */
+  let fallbackTold = false;
+  const speak = (next: number, why: string) => {
+    if (next === version) return;
+    version = next;
+    log.debug({ remote: `${cfg.host}:${cfg.port}`, protocol: version, why }, 'Chain link protocol version changed');
+  };
+  /** A 2xx's word on compression: on, or declined (told once per outage of the word); and on version 2. */
   const onNoContent = (res: Pick<IncomingMessage, 'headers'>) => {
+    if (cfg.protocol_version >= PROTOCOL_V2) speak(acceptsEncoding(res.headers[HEADER_ACCEPT_PROTOCOL], String(PROTOCOL_V2)) ? PROTOCOL_V2 : 1, 'the source answered');
     if (cfg.compression === 'none') return;
     peerInflates = acceptsEncoding(res.headers[HEADER_ACCEPT_ENCODING], cfg.compression);
     if (peerInflates) declinedTold = false;
@@ -147,14 +202,59 @@ export const createHttpChainSink: SinkFactory = (plugin, ctx): Sink => {
 
   /** The body as its runs, or compressed once (kept for the retries) where the peer inflates it. */
   const bodyOfBatch = (batch: Batch): PostBody | Promise<PostBody> => {
-    if (batch.wire) return { chunks: [batch.wire], bytes: batch.wire.length, headers: { 'Content-Encoding': cfg.compression } };
-    if (cfg.compression === 'none' || !peerInflates) return { chunks: batch.body, bytes: batch.bytes };
+    const typed = batch.version === PROTOCOL_V2 ? FRAMES_HEADERS : undefined;
+    if (batch.wire) return { chunks: [batch.wire], bytes: batch.wire.length, headers: { ...typed, 'Content-Encoding': cfg.compression } };
+    if (cfg.compression === 'none' || !peerInflates) return { chunks: batch.body, bytes: batch.bytes, ...(typed ? { headers: typed } : {}) };
     const raw = Buffer.concat(batch.body as Buffer[]);
     const compressing = cfg.compression === 'zstd' && zstdAsync ? zstdAsync(raw) : gzipAsync(raw, { level: 1 });
     return compressing.then((wire) => {
       batch.wire = wire;
-      return { chunks: [wire], bytes: wire.length, headers: { 'Content-Encoding': cfg.compression } };
+      return { chunks: [wire], bytes: wire.length, headers: { ...typed, 'Content-Encoding': cfg.compression } };
     });
+  };
+
+  /**
+   * A version 2 batch refused 400 or 415: a source that does not read frames (it predates them).
+   * The same entries go again at once as NDJSON, and the link posts NDJSON until a 204 names
+   * version 2 again; told at INFO once per run of the sink (something between the nodes that
+   * refuses frames but passes the source's 204 headers would otherwise log it for every batch).
+   */
+  const fallback = (batch: Batch, status: number): Batch | undefined => {
+    if (batch.version !== PROTOCOL_V2 || (status !== 400 && status !== 415)) return undefined;
+    speak(1, `HTTP ${status} to frames`);
+    const fields = { remote: `${cfg.host}:${cfg.port}`, status };
+    if (!fallbackTold) log.info(fields, 'Chain link peer does not read protocol version 2, sending NDJSON');
+    else log.debug(fields, 'Chain link peer does not read protocol version 2, sending NDJSON');
+    fallbackTold = true;
+    const lines = linesOf(batch);
+    if (!lines) return undefined;
+    readyBytes += lines.bytes - batch.bytes;
+    return { ...lines, version: 1, count: batch.count, tickets: batch.tickets, ...(batch.entries ? { entries: batch.entries } : {}) };
+  };
+
+  /** A version 2 batch's entries as NDJSON, read back from its frames; undefined if one does not read back (it cannot happen). */
+  const linesOf = (batch: Batch): { body: Buffer[]; bytes: number } | undefined => {
+    const reader = new FrameReader(Number.MAX_SAFE_INTEGER);
+    const now = Date.now();
+    const items: WireItem[] = [];
+    let bad = false;
+    for (const chunk of batch.body) {
+      reader.push(chunk, (f) => {
+        // the frames carry node where the entry had one: none is added here
+        const entry = decodeEntryFrame(f, undefined, now, ctx.pipeline);
+        if (entry) items.push(wireItem(entry, '', undefined));
+        else bad = true;
+      });
+    }
+    if (bad || reader.pending || items.length !== batch.count) return undefined;
+    encodeWire(items, 0, items.length, now, ctx.pipeline);
+    const body: Buffer[] = [];
+    let bytes = 0;
+    eachWireRun(items, 0, items.length, (run) => {
+      body.push(run);
+      bytes += run.length;
+    });
+    return { body, bytes };
   };
 
   const poster = createBatchPoster<Batch>({
@@ -194,6 +294,7 @@ export const createHttpChainSink: SinkFactory = (plugin, ctx): Sink => {
       counters.dropped_batches++;
       log.error({ remote: `${cfg.host}:${cfg.port}`, error: errorMessage(err), entries: batch.count }, 'Chain batch could not be compressed, dropped');
     },
+    fallback,
     split: halves,
     finished(batch) {
       readyBytes -= batch.bytes;
@@ -203,14 +304,18 @@ export const createHttpChainSink: SinkFactory = (plugin, ctx): Sink => {
   });
 
   // The batch being filled, then closed batches waiting to be sent, and up to max_in_flight out.
-  const builder = new BatchBuilder<WireItem>({
+  const builder = new BatchBuilder<FramedItem>({
     maxCount: cfg.max_batch_count,
     maxBytes: cfg.max_batch_bytes,
     flushMs: cfg.flush_interval_ms,
-    close(items, bytes) {
+    close(items) {
       const entries = ctx.deadLetter ? items.map((item) => item.entry) : undefined;
+      // the version may have changed since the items were written (a 2xx meanwhile): made now
+      // where missing (counted `synthesized` when written)
+      encodeFor(version, items, 0, items.length, Date.now(), ctx.pipeline);
+      const { body, bytes } = bodyOf(version, items);
       readyBytes += bytes;
-      poster.push({ body: bodyOf(items), bytes, count: items.length, tickets: items.map((item) => item.ticket), ...(entries ? { entries } : {}) });
+      poster.push({ version, body, bytes, count: items.length, tickets: items.map((item) => item.ticket), ...(entries ? { entries } : {}) });
     },
   });
   let closing = false;
@@ -257,6 +362,7 @@ export const createHttpChainSink: SinkFactory = (plugin, ctx): Sink => {
     settles: true,
     carriesIds: true,
     sendsWire: true,
+    wireVersion: () => version,
     linkUp: () => !poster.failing(),
     linkDown: () => poster.down(),
     open() {
@@ -272,9 +378,10 @@ export const createHttpChainSink: SinkFactory = (plugin, ctx): Sink => {
       return Promise.resolve();
     },
     write(batch) {
-      const items = wireItems(batch);
-      counters.synthesized += encodeWire(items, 0, items.length, Date.now(), ctx.pipeline);
-      for (const item of items) builder.add(item, item.wireEnd - item.wireAt);
+      const items = framedItems(batch);
+      counters.synthesized += encodeFor(version, items, 0, items.length, Date.now(), ctx.pipeline);
+      if (version === PROTOCOL_V2) for (const item of items) builder.add(item, item.frameEnd - item.frameAt);
+      else for (const item of items) builder.add(item, item.wireEnd - item.wireAt);
       // an idle link sends at once (latency); while a request is out, the batch fills until its
       // count, bytes or flush_interval_ms
       builder.settle(poster.hasRoom());
