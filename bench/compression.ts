@@ -2,17 +2,27 @@
 // tcp_chain source → null, two real nodes, as bench/chain.ts throughput), with `compression`
 // none, gzip and zstd (where this Node.js runtime has it), on the bench input and on CRI lines
 // whose content is a JSON log. Per run: entries/s, bytes on the wire and before compression per
-// entry, wire ÷ raw, entries/s ÷ the uncompressed hop's, and each worker's peak RSS.
+// entry, wire ÷ raw, entries/s ÷ the uncompressed hop's, both workers' CPU per entry (what the
+// codec costs, apart from what else shares the machine) and each worker's peak RSS. A second
+// table, in this process, compresses each input's lines at gzip levels 1–6 (and memLevel 9 beside
+// the default 8) as the link does (one stream, flushed per write of about 128 KiB): the ratio and
+// the CPU of deflate and inflate per entry, the grounds of the level the links use (GZIP_LEVEL).
 // Goal: gzip ≤ 0.2 × raw at ≥ 0.6 × entries/s; zstd ≤ 0.15 × at ≥ 0.8 ×.
-// Run: npm run build && node dist/bench/compression.js (BENCH_LINES, default 1,000,000)
+// Run: npm run build && node dist/bench/compression.js (BENCH_LINES, default 1,000,000;
+// BENCH_LEVELS=0 leaves out the table of levels)
 
-import { hasZstd } from '../src/chain/compression.js';
+import { readFileSync } from 'node:fs';
+import * as zlib from 'node:zlib';
+import { GZIP_LEVEL, GZIP_MEM_LEVEL, hasZstd } from '../src/chain/compression.js';
 import { tempDir } from '../test/helpers/node.js';
 import { throughput } from './chain.js';
 import { writeInput, benchLine } from './input.js';
 import { markdownTable, rate, runIfMain } from './report.js';
 
 const LINES = Number(process.env.BENCH_LINES ?? 1_000_000);
+const WITH_LEVELS = process.env.BENCH_LEVELS !== '0';
+/** the writes of the level table: about what one sink write carries (a file source's read) */
+const WRITE_BYTES = 128 * 1024;
 const LINE_BYTES = 200;
 const MiB = 1024 * 1024;
 
@@ -31,14 +41,57 @@ const INPUTS = [
   { title: 'CRI JSON lines', line: criJsonLine },
 ];
 
+/** CPU time of this process so far (all threads: zlib's passes run on libuv's pool), µs. */
+const cpuUs = (): number => {
+  const c = process.cpuUsage();
+  return c.user + c.system;
+};
+
+/** Runs `write` for each slice of `data` of WRITE_BYTES through a zlib stream, each write flushed; the bytes out. */
+async function throughStream(stream: zlib.Gzip | zlib.Gunzip, data: Buffer, step: number): Promise<Buffer<ArrayBufferLike>> {
+  const out: Buffer[] = [];
+  stream.on('data', (b: Buffer) => out.push(b));
+  for (let at = 0; at < data.length; at += step) await new Promise<void>((resolve) => stream.write(data.subarray(at, at + step), () => resolve()));
+  const ended = new Promise<void>((resolve) => stream.once('end', () => resolve()));
+  stream.end();
+  await ended;
+  return Buffer.concat(out);
+}
+
+/** gzip levels on one input's lines, as the link compresses them: per level, ratio and CPU per entry of deflate and inflate (best of 3). */
+async function levelRows(title: string, data: Buffer, lines: number): Promise<string[][]> {
+  const rows: string[][] = [];
+  const configs = [1, 2, 3, 4, 6].map((level) => ({ level, memLevel: 8 }));
+  configs.splice(1, 0, { level: 1, memLevel: 9 });
+  for (const { level, memLevel } of configs) {
+    let deflateUs = Infinity;
+    let inflateUs = Infinity;
+    let wire: Buffer<ArrayBufferLike> = Buffer.alloc(0);
+    for (let k = 0; k < 3; k++) {
+      const t0 = cpuUs();
+      wire = await throughStream(zlib.createGzip({ level, memLevel, chunkSize: 64 * 1024, flush: zlib.constants.Z_SYNC_FLUSH }), data, WRITE_BYTES);
+      deflateUs = Math.min(deflateUs, cpuUs() - t0);
+      const t1 = cpuUs();
+      await throughStream(zlib.createGunzip({ chunkSize: 256 * 1024 }), wire, 64 * 1024);
+      inflateUs = Math.min(inflateUs, cpuUs() - t1);
+    }
+    const chosen = level === GZIP_LEVEL && memLevel === GZIP_MEM_LEVEL ? ' (the links)' : '';
+    rows.push([title, `${level}${chosen}`, String(memLevel), (wire.length / data.length).toFixed(3), (deflateUs / lines).toFixed(2), (inflateUs / lines).toFixed(2)]);
+  }
+  return rows;
+}
+
 export async function main(): Promise<void> {
   const dir = tempDir('logrelay-bench-compression-');
   const codecs = hasZstd() ? ['none', 'gzip', 'zstd'] : ['none', 'gzip'];
   const rows: string[][] = [];
+  const levels: string[][] = [];
+  const perEntry = (ms: number) => ((ms * 1000) / LINES).toFixed(2);
   try {
     for (const [k, input] of INPUTS.entries()) {
       const path = `${dir.path}/input-${k}.log`;
       writeInput(path, LINES, LINE_BYTES, (i) => input.line(i));
+      if (WITH_LEVELS) levels.push(...(await levelRows(input.title, readFileSync(path), LINES)));
       let plainEps = 0;
       for (const codec of codecs) {
         const r = await throughput({ title: `tcp_chain ${codec}`, link: 'tcp_chain', tls: false, compression: codec }, undefined, dir, path, rows.length + 1, LINES);
@@ -51,18 +104,23 @@ export async function main(): Promise<void> {
           (r.bytesRaw / LINES).toFixed(1),
           (r.bytesSent / r.bytesRaw).toFixed(3),
           (r.eps / plainEps).toFixed(2),
+          `${perEntry(r.cpuMs[0] + r.cpuMs[1])} (${perEntry(r.cpuMs[0])} + ${perEntry(r.cpuMs[1])})`,
           (r.senderRss / MiB).toFixed(0),
           (r.rss / MiB).toFixed(0),
         ]);
         console.error(`${input.title} ${codec}: ${rate(r.eps)} entries/s, ${(r.bytesSent / r.bytesRaw).toFixed(3)} × raw`);
       }
-      if (!hasZstd()) rows.push([input.title, 'zstd', `n/a: Node.js ${process.version} has no zstd (22.15 or later)`, '', '', '', '', '', '']);
+      if (!hasZstd()) rows.push([input.title, 'zstd', `n/a: Node.js ${process.version} has no zstd (22.15 or later)`, '', '', '', '', '', '', '']);
     }
   } finally {
     dir.remove();
   }
   console.log(`\nLink compression, one tcp_chain hop, ${rate(LINES)} lines per run (one run each; the CPU is shared, figures are noisy)\n`);
-  console.log(markdownTable(['input', 'compression', 'entries/s', 'wire B/entry', 'raw B/entry', 'wire ÷ raw', '× plain entries/s', 'sender RSS MiB', 'receiver RSS MiB'], rows));
+  console.log(markdownTable(['input', 'compression', 'entries/s', 'wire B/entry', 'raw B/entry', 'wire ÷ raw', '× plain entries/s', 'worker CPU µs/entry (sender + receiver)', 'sender RSS MiB', 'receiver RSS MiB'], rows));
+  if (levels.length > 0) {
+    console.log(`\ngzip levels on the input lines as read (in this process, writes of ${WRITE_BYTES / 1024} KiB each flushed, best of 3; the link adds its frames' ~50 B per entry)\n`);
+    console.log(markdownTable(['input', 'level', 'memLevel', 'out ÷ in', 'deflate CPU µs/entry', 'inflate CPU µs/entry'], levels));
+  }
 }
 
 runIfMain(import.meta.url, main, { exitWhenDone: true });
