@@ -11,7 +11,7 @@
 import type { IncomingMessage } from 'node:http';
 import { promisify } from 'node:util';
 import * as zlib from 'node:zlib';
-import { COMPRESSIONS, type Compression, zstdMissing } from '../chain/compression.js';
+import { COMPRESSIONS, type Compression, GZIP_LEVEL, GZIP_MEM_LEVEL, zstdMissing } from '../chain/compression.js';
 import { HeldWaiters } from '../net/held-waiters.js';
 import { createRequestLinkState } from '../net/link-state.js';
 import { acceptsEncoding, defaultNode, FRAMES, HEADER_ACCEPT_ENCODING, HEADER_ACCEPT_PROTOCOL, HEADER_NODE, HEADER_PROTOCOL, NDJSON, PROTOCOL_VERSION, reportPath } from '../chain/protocol.js';
@@ -206,7 +206,7 @@ export const createHttpChainSink: SinkFactory = (plugin, ctx): Sink => {
     if (batch.wire) return { chunks: [batch.wire], bytes: batch.wire.length, headers: { ...typed, 'Content-Encoding': cfg.compression } };
     if (cfg.compression === 'none' || !peerInflates) return { chunks: batch.body, bytes: batch.bytes, ...(typed ? { headers: typed } : {}) };
     const raw = Buffer.concat(batch.body as Buffer[]);
-    const compressing = cfg.compression === 'zstd' && zstdAsync ? zstdAsync(raw) : gzipAsync(raw, { level: 1 });
+    const compressing = cfg.compression === 'zstd' && zstdAsync ? zstdAsync(raw) : gzipAsync(raw, { level: GZIP_LEVEL, memLevel: GZIP_MEM_LEVEL });
     return compressing.then((wire) => {
       batch.wire = wire;
       return { chunks: [wire], bytes: wire.length, headers: { ...typed, 'Content-Encoding': cfg.compression } };
