@@ -6,6 +6,7 @@
 
 import type { Server, Socket } from 'node:net';
 import { StringDecoder } from 'node:string_decoder';
+import type { Transform } from 'node:stream';
 import { STREAM_CODECS, streamDecompressor } from '../chain/compression.js';
 import { acceptFor, ackLine, errorLine, isReportLine, LineSplitter, okLine, parseHello, reportOfLine } from '../chain/protocol.js';
 import { decodeEntry, trailingIdOf } from '../core/entry-line.js';
@@ -49,6 +50,8 @@ interface Link {
   closed: boolean;
   /** emits the batch read so far (see begin: reads are gathered until the loop's check phase) */
   flush?: () => void;
+  /** the inflating stream of a compressed link: paused and resumed with the socket */
+  inflate?: Transform;
 }
 
 export const TCP_CHAIN_SOURCE: PluginSpec = {
@@ -196,7 +199,10 @@ export const createTcpChainSource: SourceFactory = (plugin, ctx): Source => {
       setImmediate(() => {
         if (!flushing) return;
         flush();
-        if (!link.closed && ctx.isSaturated()) socket.pause();
+        if (!link.closed && ctx.isSaturated()) {
+          socket.pause();
+          link.inflate?.pause();
+        }
       });
     };
     link.flush = flush;
@@ -264,8 +270,17 @@ export const createTcpChainSource: SourceFactory = (plugin, ctx): Source => {
             socket.destroy();
           });
           socket.once('close', () => inflate.destroy());
+          link.inflate = inflate;
+          // What was read waits compressed, not inflated: the socket is read no further while the
+          // stream holds more than its high-water mark, and the stream's output stops while the
+          // pipeline is saturated (emitSoon), so a link of well-compressing entries (or a bomb)
+          // never inflates past the pipeline's bound.
           feed = (bytes) => {
-            inflate.write(bytes);
+            if (inflate.write(bytes)) return;
+            socket.pause();
+            inflate.once('drain', () => {
+              if (!paused && !stopping && !link.closed && !ctx.isSaturated()) socket.resume();
+            });
           };
         }
         chunk = chunk.subarray(nl + 1);
@@ -343,12 +358,19 @@ export const createTcpChainSource: SourceFactory = (plugin, ctx): Source => {
     },
     pause() {
       paused = true;
-      for (const link of links) link.socket.pause();
+      for (const link of links) {
+        link.socket.pause();
+        link.inflate?.pause();
+      }
     },
     resume() {
       paused = false;
       if (stopping) return;
-      for (const link of links) if (started && !link.closed) link.socket.resume();
+      for (const link of links) {
+        if (!started || link.closed) continue;
+        link.inflate?.resume();
+        if (!link.inflate?.writableNeedDrain) link.socket.resume();
+      }
     },
     async stop(deadline = Date.now()) {
       if (stopping) return;
