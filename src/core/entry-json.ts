@@ -165,6 +165,17 @@ function placedString(value: string, at: number): string {
 }
 
 /**
+ * A string, number or boolean value as fieldsJson writes it; undefined for any other (an object is
+ * written by JSON.stringify, whose text a caller cannot keep: the object may change).
+ */
+export function primitiveJson(v: unknown): string | undefined {
+  if (typeof v === 'string') return jsonString(v);
+  if (typeof v === 'number') return numberJson(v);
+  if (typeof v === 'boolean') return v ? 'true' : 'false';
+  return undefined;
+}
+
+/**
  * A number as JSON.stringify writes it (its shortest text; NaN and the infinities as null),
  * without the call: parsed access log and logfmt fields carry a few (status, bytes).
  */
@@ -214,6 +225,7 @@ export function entryJson(e: Entry, time: number, source: string, message: strin
   if (e.level) s += `,"level":"${e.level}"`;
   s += `,"message":${jsonString(message)}`;
   if (e.plainFields) s += plainFieldsJson(e.fields as PlainFields);
+  else if (e.fieldsText !== undefined) s += `,"fields":${e.fieldsText}}`;
   else if (e.fields && hasKeys(e.fields)) s += `,"fields":${fieldsJson(e.fields)}`;
   if (withId && typeof e.id === 'string') s += `,"id":${jsonString(e.id)}`;
   return `${s}}`;

@@ -57,6 +57,7 @@ function merge(e: Entry, p: Parsed): void {
   if (!p.promote && e.fields === undefined) {
     // nothing to pick out and nothing to merge with: the parsed object becomes the fields
     e.fields = p.fields;
+    if (p.text !== undefined) e.fieldsText = p.text;
     setOwnParts(e, p);
     return;
   }
@@ -155,6 +156,8 @@ export function createParseStep(cfg: ParseConfig, ctx: StepContext): Step {
       if (text.length > maxBytes || (text.length * 3 > maxBytes && Buffer.byteLength(text) > maxBytes)) return fail(e);
       const parsed = parser!(text, now);
       if (parsed === undefined) return fail(e);
+      // a conversion changes what the parser's text of the fields says
+      if (types.length > 0) parsed.text = undefined;
       for (let i = 0; i < types.length; i++) {
         const [name, type] = types[i]!;
         if (!Object.hasOwn(parsed.fields, name)) continue;
