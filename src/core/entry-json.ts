@@ -30,6 +30,21 @@ export const PLAIN_ASCII = /^[ !#-[\]-~]*$/;
 /** Printable ASCII but `\`: written byte for byte, each `"` as `\"` (see putString in core/entry-wire.ts). */
 export const QUOTED_ASCII = /^[ -[\]-~]*$/;
 
+/** A string of QUOTED_ASCII alone as JSON text: quoted, each `"` as `\"`. */
+export function quotedAsciiJson(s: string): string {
+  let p = s.indexOf('"');
+  if (p < 0) return `"${s}"`;
+  let out = '"';
+  let from = 0;
+  // p only grows: bounded by the length of s
+  while (p >= 0) {
+    out += `${s.slice(from, p)}\\"`;
+    from = p + 1;
+    p = s.indexOf('"', from);
+  }
+  return `${out}${s.slice(from)}"`;
+}
+
 /**
  * A string as JSON text: as it is when nothing needs escaping, its quotes escaped when only they
  * do (0.5 µs a 200-byte line against 0.85 through JSON.stringify), else JSON.stringify.
@@ -223,7 +238,7 @@ export function entryJson(e: Entry, time: number, source: string, message: strin
   if (e.node) s += `,"node":${jsonString(e.node)}`;
   if (source) s += `,"source":${jsonString(source)}`;
   if (e.level) s += `,"level":"${e.level}"`;
-  s += `,"message":${jsonString(message)}`;
+  s += `,"message":${message === e.quotedAscii ? quotedAsciiJson(message) : jsonString(message)}`;
   if (e.plainFields) s += plainFieldsJson(e.fields as PlainFields);
   else if (e.fieldsText !== undefined) s += `,"fields":${e.fieldsText}}`;
   else if (e.fields && hasKeys(e.fields)) s += `,"fields":${fieldsJson(e.fields)}`;

@@ -41,6 +41,13 @@ export interface Entry {
    * must delete it (the transform steps do, through `touched`); set only when `fields` has a key.
    */
   fieldsText?: string;
+  /**
+   * A text known to be printable ASCII without `\` (a transform step looked): when it is the
+   * message, the message's JSON is itself quoted with each `"` escaped, no other look needed.
+   * Compared with the message where it is used, so a writer that does not know of it costs
+   * nothing but the look.
+   */
+  quotedAscii?: string;
 }
 
 /** The fields of an entry with `plainFields`, in this order. */

@@ -172,6 +172,8 @@ export function createParseStep(cfg: ParseConfig, ctx: StepContext): Step {
         if (parsed.message !== undefined) out.message = parsed.message;
         setTarget(e, out);
       } else merge(e, parsed);
+      // the parser looked at the message: the json format need not look again
+      if (parsed.quotedAscii === true && text === e.message) e.quotedAscii = text;
       return true;
     },
   };

@@ -3,6 +3,7 @@
 // Rules are compiled once; a value is copied only where something in it changed.
 
 import { createHash } from 'node:crypto';
+import { QUOTED_ASCII } from '../core/entry-json.js';
 import { compileGet, compileSet, type Getter, type Setter } from './path.js';
 import type { RedactConfig, RedactPreset } from './spec.js';
 import { pathAt, type Step, type StepContext } from './step.js';
@@ -156,6 +157,8 @@ export function createRedactStep(cfg: RedactConfig, ctx: StepContext): Step {
   });
 
   const { replacement, salt } = cfg;
+  // what a match becomes is printable ASCII without `\`: a text known to be such (Entry.quotedAscii) stays such
+  const keepsQuotedAscii = cfg.hash || QUOTED_ASCII.test(replacement);
   const masked = cfg.hash ? (m: string) => `sha256:${createHash('sha256').update(salt + m).digest('hex').slice(0, 16)}` : () => replacement;
   // one replacer per rule, made once: the per-entry path allocates no closure
   const replacers = rules.map((rule) => (match: string, ...groups: unknown[]): string => {
@@ -215,7 +218,10 @@ export function createRedactStep(cfg: RedactConfig, ctx: StepContext): Step {
         const v = t.get(e);
         if (v === undefined) continue;
         const r = redactValue(v, 0);
-        if (r !== v) t.set(e, r);
+        if (r === v) continue;
+        const known = v === e.quotedAscii;
+        t.set(e, r);
+        if (known && keepsQuotedAscii) e.quotedAscii = r as string;
       }
       return true;
     },

@@ -1,11 +1,13 @@
-// The fields' JSON text a transform makes along with them (Entry.fieldsText: an access log
-// parse, then keys a `set` step adds) is what encoding `fields` anew gives, byte for byte, after
-// any steps: a property test over random access log lines, quotes, backslashes, control
-// characters, lone surrogates and numbers past 2^53 included, and random steps after the parse.
+// What a transform step knows of an entry's JSON and hands on (Entry.fieldsText: the fields' text
+// an access log parse makes along with them, extended by keys a `set` step adds; Entry.quotedAscii:
+// the message looked at and found printable ASCII without `\`) gives what encoding the entry anew
+// gives, byte for byte, after any steps: property tests over random access log lines, quotes,
+// backslashes, control characters, lone surrogates and numbers past 2^53 included.
 
 import test from 'ava';
 import fc from 'fast-check';
 import type { Entry } from '../../src/core/entry.js';
+import { QUOTED_ASCII, quotedAsciiJson } from '../../src/core/entry-json.js';
 import { encodeEntry } from '../../src/core/entry-line.js';
 import { createLogger } from '../../src/core/log.js';
 import { checkFields } from '../../src/core/spec.js';
@@ -23,10 +25,11 @@ function chain(steps: readonly StepTable[]): Transforms {
   return compileTransforms(cfgs as never, 'pipelines[0].flow.transforms', 'p', silent);
 }
 
-/** The entry as the encoders see it without the text: `fields` encoded anew. */
+/** The entry as the encoders see it without what the steps knew: encoded anew. */
 const withoutText = (e: Entry): Entry => {
   const copy = { ...e };
   delete copy.fieldsText;
+  delete copy.quotedAscii;
   return copy;
 };
 
@@ -71,20 +74,29 @@ const laterStep: fc.Arbitrary<StepTable> = fc.oneof(
   fc.record({ type: fc.constant('rename' as const), fields: fc.constant({ 'fields.method': 'fields.verb' }) }),
   fc.record({ type: fc.constant('delete' as const), fields: fc.constant(['fields.user']) }),
   fc.record({ type: fc.constant('keep' as const), fields: fc.constant(['fields.status', 'fields.path']) }),
-  fc.record({ type: fc.constant('redact' as const), patterns: fc.constant(['[0-9]{3}']), fields: fc.constantFrom(['message'], ['fields.path'], ['fields']) }),
+  fc.record({
+    type: fc.constant('redact' as const),
+    patterns: fc.constantFrom(['[0-9]{3}'], ['\\S+'], ['"']),
+    presets: fc.constantFrom([], ['email', 'credit_card'], ['ipv4']),
+    replacement: fc.constantFrom('[REDACTED]', 'a"b', 'back\\slash', 'é', ''),
+    hash: fc.boolean(),
+    fields: fc.constantFrom(['message'], ['fields.path'], ['fields'], ['message', 'fields.method']),
+  }),
+  fc.record({ type: fc.constant('set' as const), fields: fc.record({ message: fc.constantFrom('{{ fields.path }}', 'x"y', 'tab\there', '{{ message }}!') }) }),
 );
 
-test('the fields text an access log parse and later steps keep is what encoding the fields gives, in the json format and the chain line', (t) => {
+test('the fields text and message verdict an access log parse and later steps keep give what encoding the entry anew gives, in the json format and the chain line', (t) => {
   let withText = 0;
+  let quoted = 0;
   fc.assert(
     fc.property(fc.constantFrom('nginx_combined', 'apache_common'), accessLine, fc.array(laterStep, { maxLength: 3 }), (format, line, steps) => {
       const tr = chain([{ type: 'parse', format }, ...steps]);
       const e: Entry = { time: NOW, source: 'app', message: line };
       tr.run(e, NOW);
-      if (e.fieldsText === undefined) return;
-      withText++;
+      if (e.fieldsText !== undefined) withText++;
+      if (e.quotedAscii === e.message) quoted++;
       const slow = withoutText(e);
-      t.is(`${e.fieldsText}}`, JSON.stringify(e.fields), line);
+      if (e.fieldsText !== undefined) t.is(`${e.fieldsText}}`, JSON.stringify(e.fields), line);
       t.is(formatJson(e), formatJson(slow));
       const out = { completed: false };
       t.is(encodeEntry({ ...e, id: 'x-1' }, NOW, 'f', out), encodeEntry({ ...slow, id: 'x-1' }, NOW, 'f', out));
@@ -92,6 +104,7 @@ test('the fields text an access log parse and later steps keep is what encoding 
     { numRuns: 3_000 },
   );
   t.true(withText > 300, `only ${withText} of 3,000 runs kept a fields text`);
+  t.true(quoted > 300, `only ${quoted} of 3,000 runs kept the message's verdict`);
 });
 
 test('an access log parse and set steps adding keys keep the text; a step changing a key it has drops it', (t) => {
@@ -109,4 +122,14 @@ test('an access log parse and set steps adding keys keep the text; a step changi
   chain([{ type: 'parse', format: 'nginx_combined', types: { status: 'int' } }]).run(typed, NOW);
   t.is(typed.fieldsText, undefined, 'a parse with types');
   t.is(run({ type: 'delete', fields: ['fields.user'] }).fieldsText, undefined, 'a delete');
+});
+
+test('a text of printable ASCII without \\ is written as JSON.stringify writes it, quotes escaped', (t) => {
+  fc.assert(
+    fc.property(fc.string({ unit: fc.constantFrom(' ', '"', 'a', '~', '!', '[', ']', '{', '}', '/') }), (s) => {
+      t.true(QUOTED_ASCII.test(s));
+      t.is(quotedAsciiJson(s), JSON.stringify(s));
+    }),
+    { numRuns: 5_000 },
+  );
 });

@@ -68,7 +68,7 @@ function parseAccess(m: RegExpExecArray, text: string, combined: boolean): Parse
       json += `,"user_agent":${partJson(agent, plain, true)}`;
     }
   }
-  return { fields, time, promote: false, text: json };
+  return { fields, time, promote: false, text: json, quotedAscii: plain };
 }
 
 export function parseNginxCombined(text: string): Parsed | undefined {

@@ -16,6 +16,8 @@ export interface Parsed {
    * parser made it along (see Entry.fieldsText); whoever changes `fields` deletes it.
    */
   text?: string;
+  /** true when the text parsed is printable ASCII without `\` (see Entry.quotedAscii) */
+  quotedAscii?: boolean;
 }
 
 /** Parses one text; undefined when it does not parse. */
