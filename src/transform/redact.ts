@@ -87,12 +87,12 @@ function replaceExtended(s: string, sticky: RegExp, anchor: string, extendsLeft:
   // p only grows: the loop ends by the length of s
   for (let p = s.indexOf(anchor); p >= 0; ) {
     sticky.lastIndex = p;
-    const m = sticky.exec(s);
-    if (m === null) {
+    // test, not exec: where the match ends is all that is read (no match array made)
+    if (!sticky.test(s)) {
       p = s.indexOf(anchor, p + 1);
       continue;
     }
-    const end = p + m[0].length;
+    const end = sticky.lastIndex;
     let start = p;
     while (start > copied && extendsLeft(s.charCodeAt(start - 1))) start--;
     if (start !== p) {
