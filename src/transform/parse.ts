@@ -117,7 +117,7 @@ export function createParseStep(cfg: ParseConfig, ctx: StepContext): Step {
       try {
         const re = new RegExp(cfg.pattern);
         if (!/\(\?<[A-Za-z_$][\w$]*>/.test(cfg.pattern)) ctx.fault('pattern', 'has no named group (such as (?<status>\\d+)): nothing would become a field');
-        parser = regexParser(re);
+        parser = regexParser(re, Object.keys(cfg.types).length === 0);
       } catch (err) {
         ctx.fault('pattern', `invalid regular expression ${JSON.stringify(cfg.pattern)}: ${(err as Error).message.replace(/^Invalid regular expression: \/[\s\S]*\/[a-z]*: /, '')}`);
       }

@@ -133,3 +133,29 @@ test('a text of printable ASCII without \\ is written as JSON.stringify writes i
     { numRuns: 5_000 },
   );
 });
+
+test('a regex parse that picks out the entry\'s own parts itself (no types) gives the entry the merge picking them out gives', (t) => {
+  const names = ['time', 'ts', 'timestamp', 'level', 'lvl', 'severity', 'msg', 'message', 'a', 'b'];
+  const token = fc.constantFrom('2023-11-14T22:13:20.123Z', '2023-11-14T22:13:21.999Z', 'not-a-time', 'INFO', 'warn', 'xyz', '30', 'hello', '');
+  const startFields = fc.constantFrom(undefined, { a: 'old', z: 1 }, { stream: 'stdout' });
+  fc.assert(
+    fc.property(fc.uniqueArray(fc.constantFrom(...names), { minLength: 1, maxLength: 6 }), fc.array(fc.boolean(), { minLength: 6, maxLength: 6 }), fc.array(token, { minLength: 6, maxLength: 6 }), startFields, (groups, optional, tokens, fields) => {
+      const pattern = `^${groups.map((g, i) => (optional[i] ? `(?:(?<${g}>[^ ]*) )?` : `(?<${g}>[^ ]*) `)).join('')}`;
+      const text = `${tokens.slice(0, groups.length).join(' ')} `;
+      const run = (types: Record<string, string>): Entry => {
+        const e: Entry = { time: NOW, source: 'app', message: text };
+        if (fields !== undefined) {
+          e.fields = { ...fields };
+          if ('stream' in fields) e.plainFields = true;
+        }
+        chain([{ type: 'parse', format: 'regex', pattern, types }]).run(e, NOW);
+        // a part written undefined is as absent
+        for (const k of Object.keys(e) as (keyof Entry)[]) if (e[k] === undefined) delete e[k];
+        return e;
+      };
+      // a type for a key no group has: the fields are picked out by the merge, as before
+      t.deepEqual(run({}), run({ no_such_group: 'int' }), `${pattern} on ${JSON.stringify(text)}`);
+    }),
+    { numRuns: 3_000 },
+  );
+});
