@@ -243,6 +243,9 @@ export function compileSet(path: Path): Setter {
   const last = keys[keys.length - 1]!;
   if (keys.length === 1 && appendable(last)) {
     const keyText = `,${jsonString(last)}:`;
+    // the last value written and its JSON: a path's values mostly repeat (a route, a service name)
+    let lastValue: unknown;
+    let lastJson: string | undefined;
     // a new key of a primitive value extends the fields' text (its place is last, as in the object's order)
     return (e, v) => {
       const text = e.fieldsText;
@@ -251,7 +254,13 @@ export function compileSet(path: Path): Setter {
       if (v === undefined) delete fields[last];
       else {
         if (text !== undefined && !Object.hasOwn(fields, last)) {
-          const json = primitiveJson(v);
+          let json: string | undefined;
+          if (v === lastValue) json = lastJson;
+          else {
+            json = primitiveJson(v);
+            lastValue = v;
+            lastJson = json;
+          }
           if (json !== undefined) e.fieldsText = text + keyText + json;
         }
         fields[last] = v;
