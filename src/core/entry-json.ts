@@ -30,6 +30,21 @@ export const PLAIN_ASCII = /^[ !#-[\]-~]*$/;
 /** Printable ASCII but `\`: written byte for byte, each `"` as `\"` (see putString in core/entry-wire.ts). */
 export const QUOTED_ASCII = /^[ -[\]-~]*$/;
 
+/** A string of QUOTED_ASCII alone as JSON text: quoted, each `"` as `\"`. */
+export function quotedAsciiJson(s: string): string {
+  let p = s.indexOf('"');
+  if (p < 0) return `"${s}"`;
+  let out = '"';
+  let from = 0;
+  // p only grows: bounded by the length of s
+  while (p >= 0) {
+    out += `${s.slice(from, p)}\\"`;
+    from = p + 1;
+    p = s.indexOf('"', from);
+  }
+  return `${out}${s.slice(from)}"`;
+}
+
 /**
  * A string as JSON text: as it is when nothing needs escaping, its quotes escaped when only they
  * do (0.5 µs a 200-byte line against 0.85 through JSON.stringify), else JSON.stringify.
@@ -165,6 +180,17 @@ function placedString(value: string, at: number): string {
 }
 
 /**
+ * A string, number or boolean value as fieldsJson writes it; undefined for any other (an object is
+ * written by JSON.stringify, whose text a caller cannot keep: the object may change).
+ */
+export function primitiveJson(v: unknown): string | undefined {
+  if (typeof v === 'string') return jsonString(v);
+  if (typeof v === 'number') return numberJson(v);
+  if (typeof v === 'boolean') return v ? 'true' : 'false';
+  return undefined;
+}
+
+/**
  * A number as JSON.stringify writes it (its shortest text; NaN and the infinities as null),
  * without the call: parsed access log and logfmt fields carry a few (status, bytes).
  */
@@ -212,8 +238,9 @@ export function entryJson(e: Entry, time: number, source: string, message: strin
   if (e.node) s += `,"node":${jsonString(e.node)}`;
   if (source) s += `,"source":${jsonString(source)}`;
   if (e.level) s += `,"level":"${e.level}"`;
-  s += `,"message":${jsonString(message)}`;
+  s += `,"message":${message === e.quotedAscii ? quotedAsciiJson(message) : jsonString(message)}`;
   if (e.plainFields) s += plainFieldsJson(e.fields as PlainFields);
+  else if (e.fieldsText !== undefined) s += `,"fields":${e.fieldsText}}`;
   else if (e.fields && hasKeys(e.fields)) s += `,"fields":${fieldsJson(e.fields)}`;
   if (withId && typeof e.id === 'string') s += `,"id":${jsonString(e.id)}`;
   return `${s}}`;

@@ -34,6 +34,20 @@ export interface Entry {
    * key; so the json format writes them without looking at the keys or for what to escape.
    */
   plainFields?: true;
+  /**
+   * `fields` as `fieldsJson` writes them, without the closing `}`, made by a transform step along
+   * with them (a parsed access log line, keys a `set` step added after): the json format and the
+   * chain line use it instead of encoding `fields` again. Whatever changes `fields` otherwise
+   * must delete it (the transform steps do, through `touched`); set only when `fields` has a key.
+   */
+  fieldsText?: string;
+  /**
+   * A text known to be printable ASCII without `\` (a transform step looked): when it is the
+   * message, the message's JSON is itself quoted with each `"` escaped, no other look needed.
+   * Compared with the message where it is used, so a writer that does not know of it costs
+   * nothing but the look.
+   */
+  quotedAscii?: string;
 }
 
 /** The fields of an entry with `plainFields`, in this order. */

@@ -57,6 +57,7 @@ function merge(e: Entry, p: Parsed): void {
   if (!p.promote && e.fields === undefined) {
     // nothing to pick out and nothing to merge with: the parsed object becomes the fields
     e.fields = p.fields;
+    if (p.text !== undefined) e.fieldsText = p.text;
     setOwnParts(e, p);
     return;
   }
@@ -116,7 +117,7 @@ export function createParseStep(cfg: ParseConfig, ctx: StepContext): Step {
       try {
         const re = new RegExp(cfg.pattern);
         if (!/\(\?<[A-Za-z_$][\w$]*>/.test(cfg.pattern)) ctx.fault('pattern', 'has no named group (such as (?<status>\\d+)): nothing would become a field');
-        parser = regexParser(re);
+        parser = regexParser(re, Object.keys(cfg.types).length === 0);
       } catch (err) {
         ctx.fault('pattern', `invalid regular expression ${JSON.stringify(cfg.pattern)}: ${(err as Error).message.replace(/^Invalid regular expression: \/[\s\S]*\/[a-z]*: /, '')}`);
       }
@@ -155,6 +156,8 @@ export function createParseStep(cfg: ParseConfig, ctx: StepContext): Step {
       if (text.length > maxBytes || (text.length * 3 > maxBytes && Buffer.byteLength(text) > maxBytes)) return fail(e);
       const parsed = parser!(text, now);
       if (parsed === undefined) return fail(e);
+      // a conversion changes what the parser's text of the fields says
+      if (types.length > 0) parsed.text = undefined;
       for (let i = 0; i < types.length; i++) {
         const [name, type] = types[i]!;
         if (!Object.hasOwn(parsed.fields, name)) continue;
@@ -169,6 +172,8 @@ export function createParseStep(cfg: ParseConfig, ctx: StepContext): Step {
         if (parsed.message !== undefined) out.message = parsed.message;
         setTarget(e, out);
       } else merge(e, parsed);
+      // the parser looked at the message: the json format need not look again
+      if (parsed.quotedAscii === true && text === e.message) e.quotedAscii = text;
       return true;
     },
   };

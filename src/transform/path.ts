@@ -2,6 +2,7 @@
 // `fields.<name>…` and `fields["k8s.pod"]`; parsed once, read and written by plain functions.
 
 import { type Entry, normaliseLevel } from '../core/entry.js';
+import { jsonString, primitiveJson } from '../core/entry-json.js';
 import { readTime } from './time.js';
 
 export type PathRoot = 'time' | 'node' | 'source' | 'level' | 'message' | 'fields';
@@ -140,12 +141,24 @@ export type WriteResult = 'ok' | 'bad';
 export type Setter = (e: Entry, value: unknown) => WriteResult;
 
 /**
- * The entry changed in place: the encodings it carried (its chain line, its container-fields
- * shape) no longer describe it.
+ * The entry changed in place: the encodings it carried (its chain line, its fields' text) no
+ * longer describe it.
  */
 export function touched(e: Entry): void {
   if (e.raw !== undefined) e.raw = e.rawNodeAt = e.rawIdAt = undefined;
+  if (e.fieldsText !== undefined) e.fieldsText = undefined;
 }
+
+/** A part of the entry but `fields` changed in place: its chain line no longer describes it, its fields' text still does. */
+function touchedOutsideFields(e: Entry): void {
+  if (e.raw !== undefined) e.raw = e.rawNodeAt = e.rawIdAt = undefined;
+}
+
+/**
+ * Keys a write may add at the end of the fields' text (Entry.fieldsText): not `__proto__` (a write
+ * sets the prototype) nor digits alone (an array index goes before the other keys).
+ */
+const appendable = (key: string): boolean => key !== '__proto__' && !/^\d+$/.test(key);
 
 /**
  * The entry's fields object, its own to change: objects along a path are copied before a write,
@@ -184,7 +197,7 @@ export function compileSet(path: Path): Setter {
       return (e, v) => {
         const t = readTime(v);
         if (t === undefined) return 'bad';
-        touched(e);
+        touchedOutsideFields(e);
         e.time = t;
         return 'ok';
       };
@@ -192,25 +205,25 @@ export function compileSet(path: Path): Setter {
       return (e, v) => {
         const level = normaliseLevel(v);
         if (level === undefined) return 'bad';
-        touched(e);
+        touchedOutsideFields(e);
         e.level = level;
         return 'ok';
       };
     case 'node':
       return (e, v) => {
-        touched(e);
+        touchedOutsideFields(e);
         e.node = v === undefined ? undefined : textOf(v);
         return 'ok';
       };
     case 'source':
       return (e, v) => {
-        touched(e);
+        touchedOutsideFields(e);
         e.source = textOf(v);
         return 'ok';
       };
     case 'message':
       return (e, v) => {
-        touched(e);
+        touchedOutsideFields(e);
         e.message = textOf(v);
         return 'ok';
       };
@@ -228,6 +241,33 @@ export function compileSet(path: Path): Setter {
     };
   }
   const last = keys[keys.length - 1]!;
+  if (keys.length === 1 && appendable(last)) {
+    const keyText = `,${jsonString(last)}:`;
+    // the last value written and its JSON: a path's values mostly repeat (a route, a service name)
+    let lastValue: unknown;
+    let lastJson: string | undefined;
+    // a new key of a primitive value extends the fields' text (its place is last, as in the object's order)
+    return (e, v) => {
+      const text = e.fieldsText;
+      touched(e);
+      const fields = ownFields(e);
+      if (v === undefined) delete fields[last];
+      else {
+        if (text !== undefined && !Object.hasOwn(fields, last)) {
+          let json: string | undefined;
+          if (v === lastValue) json = lastJson;
+          else {
+            json = primitiveJson(v);
+            lastValue = v;
+            lastJson = json;
+          }
+          if (json !== undefined) e.fieldsText = text + keyText + json;
+        }
+        fields[last] = v;
+      }
+      return 'ok';
+    };
+  }
   return (e, v) => {
     touched(e);
     const parent = parentFor(e, keys);

@@ -3,6 +3,7 @@
 // Rules are compiled once; a value is copied only where something in it changed.
 
 import { createHash } from 'node:crypto';
+import { QUOTED_ASCII } from '../core/entry-json.js';
 import { compileGet, compileSet, type Getter, type Setter } from './path.js';
 import type { RedactConfig, RedactPreset } from './spec.js';
 import { pathAt, type Step, type StepContext } from './step.js';
@@ -42,48 +43,17 @@ interface Rule {
   readonly possible?: (s: string) => boolean;
 }
 
-/** A character a card number's run is made of: a digit, a space or a dash. */
-const inCardRun = (c: number): boolean => (c >= 48 && c <= 57) || c === 32 || c === 45;
-
 /**
- * True when `s` has 13 digits in a row with at most one space or dash between two of them: what
- * a card number needs (the same as /\d(?:[ -]?\d){12}/.test(s)). Such a run spans 13 characters
- * or more, all digits, spaces or dashes, so it covers one of every 13th character: only the
- * stretches of those characters around such a one are read (a 200-byte access log line: a dozen
- * characters looked at, not 200).
+ * 13 digits with at most one space or dash between two of them: /\d(?:[ -]?\d){12}/ with its
+ * repetition written out, which the engine runs as one pass (0.13 µs a 200-byte access log line,
+ * against 1 µs for the repetition and 0.35 for a scan by charCodeAt of the runs of digits,
+ * spaces and dashes around every 13th character).
  */
-export function hasCardRun(s: string): boolean {
-  const n = s.length;
-  /** where the last stretch read ended (at a character out of it, or the end) */
-  let readTo = 0;
-  for (let p = 12; p < n; p += 13) {
-    if (p < readTo || !inCardRun(s.charCodeAt(p))) continue;
-    let start = p;
-    while (start > readTo && inCardRun(s.charCodeAt(start - 1))) start--;
-    let end = p + 1;
-    while (end < n && inCardRun(s.charCodeAt(end))) end++;
-    readTo = end;
-    if (end - start >= 13 && cardRunIn(s, start, end)) return true;
-  }
-  return false;
-}
+const CARD_RUN = new RegExp(`\\d${'[ -]?\\d'.repeat(12)}`);
 
-/** True when s[start, end) (digits, spaces and dashes only) has 13 digits with single separators. */
-function cardRunIn(s: string, start: number, end: number): boolean {
-  let digits = 0;
-  let separated = false;
-  for (let i = start; i < end; i++) {
-    const c = s.charCodeAt(i);
-    if (c >= 48 && c <= 57) {
-      if (++digits >= 13) return true;
-      separated = false;
-    } else if (digits > 0 && !separated) separated = true;
-    else {
-      digits = 0;
-      separated = false;
-    }
-  }
-  return false;
+/** True when `s` has what a card number needs: the same as /\d(?:[ -]?\d){12}/.test(s). */
+export function hasCardRun(s: string): boolean {
+  return CARD_RUN.test(s);
 }
 
 /** Characters of an email's local part (as the preset reads it): letters, digits, `._%+-`. */
@@ -117,12 +87,12 @@ function replaceExtended(s: string, sticky: RegExp, anchor: string, extendsLeft:
   // p only grows: the loop ends by the length of s
   for (let p = s.indexOf(anchor); p >= 0; ) {
     sticky.lastIndex = p;
-    const m = sticky.exec(s);
-    if (m === null) {
+    // test, not exec: where the match ends is all that is read (no match array made)
+    if (!sticky.test(s)) {
       p = s.indexOf(anchor, p + 1);
       continue;
     }
-    const end = p + m[0].length;
+    const end = sticky.lastIndex;
     let start = p;
     while (start > copied && extendsLeft(s.charCodeAt(start - 1))) start--;
     if (start !== p) {
@@ -156,6 +126,8 @@ export function createRedactStep(cfg: RedactConfig, ctx: StepContext): Step {
   });
 
   const { replacement, salt } = cfg;
+  // what a match becomes is printable ASCII without `\`: a text known to be such (Entry.quotedAscii) stays such
+  const keepsQuotedAscii = cfg.hash || QUOTED_ASCII.test(replacement);
   const masked = cfg.hash ? (m: string) => `sha256:${createHash('sha256').update(salt + m).digest('hex').slice(0, 16)}` : () => replacement;
   // one replacer per rule, made once: the per-entry path allocates no closure
   const replacers = rules.map((rule) => (match: string, ...groups: unknown[]): string => {
@@ -215,7 +187,10 @@ export function createRedactStep(cfg: RedactConfig, ctx: StepContext): Step {
         const v = t.get(e);
         if (v === undefined) continue;
         const r = redactValue(v, 0);
-        if (r !== v) t.set(e, r);
+        if (r === v) continue;
+        const known = v === e.quotedAscii;
+        t.set(e, r);
+        if (known && keepsQuotedAscii) e.quotedAscii = r as string;
       }
       return true;
     },

@@ -11,6 +11,13 @@ export interface Parsed {
   message?: string;
   /** true: `msg`, `time`, `level` keys among `fields` are promoted as DESIGN.md §4 says */
   readonly promote: boolean;
+  /**
+   * `fields` as fieldsJson (core/entry-json.ts) writes them, without the closing `}`, when the
+   * parser made it along (see Entry.fieldsText); whoever changes `fields` deletes it.
+   */
+  text?: string;
+  /** true when the text parsed is printable ASCII without `\` (see Entry.quotedAscii) */
+  quotedAscii?: boolean;
 }
 
 /** Parses one text; undefined when it does not parse. */
