@@ -8,6 +8,7 @@ import test from 'ava';
 import fc from 'fast-check';
 import type { Entry } from '../../src/core/entry.js';
 import { QUOTED_ASCII, quotedAsciiJson } from '../../src/core/entry-json.js';
+import { encodeFrames, framedItem } from '../../src/core/entry-frame.js';
 import { encodeEntry } from '../../src/core/entry-line.js';
 import { createLogger } from '../../src/core/log.js';
 import { checkFields } from '../../src/core/spec.js';
@@ -85,7 +86,14 @@ const laterStep: fc.Arbitrary<StepTable> = fc.oneof(
   fc.record({ type: fc.constant('set' as const), fields: fc.record({ message: fc.constantFrom('{{ fields.path }}', 'x"y', 'tab\there', '{{ message }}!') }) }),
 );
 
-test('the fields text and message verdict an access log parse and later steps keep give what encoding the entry anew gives, in the json format and the chain line', (t) => {
+/** The entry's chain protocol version 2 frame, copied out of the writer's slab. */
+const frameOf = (e: Entry): Buffer => {
+  const item = framedItem({ ...e, id: 'x-1' }, '', undefined);
+  encodeFrames([item], 0, 1, NOW, 'f');
+  return Buffer.from(item.frameBuf!.subarray(item.frameAt, item.frameEnd));
+};
+
+test('the fields text and message verdict an access log parse and later steps keep give what encoding the entry anew gives, in the json format, the chain line and the version 2 frame', (t) => {
   let withText = 0;
   let quoted = 0;
   fc.assert(
@@ -100,6 +108,7 @@ test('the fields text and message verdict an access log parse and later steps ke
       t.is(formatJson(e), formatJson(slow));
       const out = { completed: false };
       t.is(encodeEntry({ ...e, id: 'x-1' }, NOW, 'f', out), encodeEntry({ ...slow, id: 'x-1' }, NOW, 'f', out));
+      t.deepEqual(frameOf(e), frameOf(slow), 'the version 2 frame');
     }),
     { numRuns: 3_000 },
   );
