@@ -111,8 +111,8 @@ function isCheckpoint(v: unknown): v is CheckpointState {
 const isFiniteNumber = (v: unknown): v is number => typeof v === 'number' && Number.isFinite(v);
 
 function isChunk(v: unknown): v is DedupChunk {
-  const c = v as { ids?: unknown; runs?: unknown } | null;
-  return typeof c === 'object' && c !== null && typeof c.ids === 'string' && Array.isArray(c.runs) && c.runs.length % 2 === 0 && c.runs.every(isFiniteNumber);
+  const c = v as { ids?: unknown; runs?: unknown; prefixes?: unknown } | null;
+  return typeof c === 'object' && c !== null && typeof c.ids === 'string' && (c.prefixes === undefined || c.prefixes === 1) && Array.isArray(c.runs) && c.runs.length % 2 === 0 && c.runs.every(isFiniteNumber);
 }
 
 /**
