@@ -57,6 +57,11 @@ test('the primary loads no plugin code, and a worker only the source and sink ty
     [],
     'pipeline and plugin code in the primary (the admin endpoint is off: no prom-client either)',
   );
+  t.deepEqual(
+    primary.filter((m) => /^src\/(tail|top)\.js$/.test(m) || m === 'package:eventsource'),
+    [],
+    'the tail and top commands, in a running node',
+  );
   t.true(own.includes('src/sources/file.js') && own.includes('src/sinks/null.js'), `the worker loaded its plugins: ${own.join(' ')}`);
   t.deepEqual(
     own.filter((m) => (/^src\/(sources|sinks|otlp|nats)\//.test(m) && !OWN_PLUGINS.test(m)) || /^package:@nats-io\//.test(m)),
