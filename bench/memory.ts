@@ -9,16 +9,20 @@
 //    (default 300,000 of 200 bytes) written at once at the edge, with the backlog's rate beside it
 // LOGRELAY_NODE_FLAGS (e.g. `--max-semi-space-size=16`) runs every node with those V8 flags, to
 // weigh a flag's memory against its entries/s and each process's CPU seconds over the backlog.
+// BENCH_BREAKDOWN=1: every fleet process also reports what it held at its RSS peak
+// (bench/mem-sampler.ts: JS heap used, young and old generation committed, external, Buffers).
 // Figures on a shared machine are noisy.
 // Run: npm run build && node dist/bench/memory.js   (BENCH_ONLY=idle or BENCH_ONLY=fleet: one part)
 
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { chainSinkToml, chainSourceToml } from '../test/helpers/chain.js';
 import { startFleet } from '../test/helpers/fleet.js';
 import { freePort, type RunningNode, spawnNode, waitReady } from '../test/helpers/node.js';
 import { backlog, fleetProcesses } from './fleet.js';
+import type { MemorySample } from './mem-sampler.js';
 import { childPids, peakRss, sleep, statusBytes, until } from './proc.js';
 import { rate, runIfMain, textTable } from './report.js';
 
@@ -27,6 +31,7 @@ const IDLE_MS = Number(process.env.BENCH_IDLE_MS ?? 30_000);
 const EARLY_MS = 5000;
 const BACKLOG = Number(process.env.BENCH_BACKLOG ?? 300_000);
 const ONLY = process.env.BENCH_ONLY;
+const BREAKDOWN = process.env.BENCH_BREAKDOWN === '1';
 const MiB = 1024 * 1024;
 
 /** The goals, MiB, by the process's role (issue 43 goal 4); the idle edge's is for primary and worker together. */
@@ -93,21 +98,53 @@ async function idleEdge(): Promise<string[][]> {
   }
 }
 
+/** What each process held at its RSS peak (BENCH_BREAKDOWN), read from the samplers' files in `dir`. */
+function breakdownRows(procs: ReadonlyMap<string, number>, dir: string): string[][] {
+  const rows: string[][] = [];
+  for (const [name, pid] of procs) {
+    const file = join(dir, `${pid}.json`);
+    if (!existsSync(file)) continue;
+    const s = JSON.parse(readFileSync(file, 'utf8')) as MemorySample;
+    const heap = s.young + s.old;
+    rows.push([name, mib(s.rss), mib(s.heapUsed), mib(s.young), mib(s.old), mib(s.external), mib(s.arrayBuffers), mib(s.rss - heap - s.external)]);
+  }
+  return rows;
+}
+
 /** Every process of the fleet: VmRSS after an idle start, VmHWM after the backlog. */
-async function fleetBacklog(): Promise<{ rows: string[][]; eps: number }> {
+async function fleetBacklog(): Promise<{ rows: string[][]; eps: number; breakdown: string[][] }> {
   const root = mkdtempSync(join(tmpdir(), 'logrelay-bench-memory-fleet-'));
-  const fleet = await startFleet(root);
+  const samples = join(root, 'samples');
+  const nodeOptions = process.env.NODE_OPTIONS;
+  if (BREAKDOWN) {
+    mkdirSync(samples);
+    // the nodes get the bench's environment: each of their processes loads the sampler
+    process.env.LOGRELAY_MEM_SAMPLE_DIR = samples;
+    process.env.NODE_OPTIONS = `${nodeOptions ?? ''} --import=${fileURLToPath(new URL('./mem-sampler.js', import.meta.url))}`.trim();
+  }
   try {
-    await sleep(IDLE_MS);
-    const procs = fleetProcesses(fleet);
-    const idle = new Map([...procs].map(([name, pid]) => [name, statusBytes(pid, 'VmRSS')]));
-    const run = await backlog(fleet, BACKLOG, 1);
-    // CPU seconds of each process over the backlog (all its threads: the garbage collector's too),
-    // the cost a V8 flag trades for memory, less noisy than the rate on a shared machine
-    const cpu = new Map(run.cpu.map(([name, secs]) => [name!, secs!]));
-    return { rows: [...procs].map(([name, pid]) => [...row(name, idle.get(name)!, peakRss(pid)), cpu.get(name) ?? '']), eps: run.eps };
+    const fleet = await startFleet(root);
+    try {
+      await sleep(IDLE_MS);
+      const procs = fleetProcesses(fleet);
+      const idle = new Map([...procs].map(([name, pid]) => [name, statusBytes(pid, 'VmRSS')]));
+      const run = await backlog(fleet, BACKLOG, 1);
+      // CPU seconds of each process over the backlog (all its threads: the garbage collector's too),
+      // the cost a V8 flag trades for memory, less noisy than the rate on a shared machine
+      const cpu = new Map(run.cpu.map(([name, secs]) => [name!, secs!]));
+      const rows = [...procs].map(([name, pid]) => [...row(name, idle.get(name)!, peakRss(pid)), cpu.get(name) ?? '']);
+      // the samplers write once a second
+      if (BREAKDOWN) await sleep(1500);
+      return { rows, eps: run.eps, breakdown: BREAKDOWN ? breakdownRows(procs, samples) : [] };
+    } finally {
+      await fleet.stopAll().catch(() => undefined);
+    }
   } finally {
-    await fleet.stopAll().catch(() => undefined);
+    if (BREAKDOWN) {
+      delete process.env.LOGRELAY_MEM_SAMPLE_DIR;
+      if (nodeOptions === undefined) delete process.env.NODE_OPTIONS;
+      else process.env.NODE_OPTIONS = nodeOptions;
+    }
     rmSync(root, { recursive: true, force: true });
   }
 }
@@ -121,9 +158,13 @@ export async function main(): Promise<void> {
     console.log("RssAnon: each process's own memory (heap, stacks, buffers), without the pages of the node binary and libraries that RSS counts whole in each");
   }
   if (ONLY !== 'idle') {
-    const { rows, eps } = await fleetBacklog();
+    const { rows, eps, breakdown } = await fleetBacklog();
     console.log(`\ncompose fleet: idle RSS ${IDLE_MS / 1000} s after start; peak RSS (since start) after a backlog of ${rate(BACKLOG)} lines at the edge, delivered at ${rate(eps)} unique lines/s${flags}`);
     console.log(textTable([...head, 'CPU s in the backlog'], rows));
+    if (breakdown.length > 0) {
+      console.log('\nwhat each process held at its RSS peak, MiB (heap committed: young = both semi-spaces; old = old, code and large objects)');
+      console.log(textTable(['process', 'RSS', 'JS heap used', 'young committed', 'old committed', 'external', 'of it Buffers', 'rest (binary, code, malloc)'], breakdown));
+    }
   }
 }
 

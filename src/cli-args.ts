@@ -5,6 +5,9 @@ import { ARRAY_PATHS, SCALAR_PATHS } from './config/load.js';
 import { overrideFault, parseScalar } from './config/spec.js';
 import { errorMessage, UsageError } from './core/errors.js';
 
+/** Where `logrelay top` looks without a URL: the admin endpoint's address in the compose files. */
+export const DEFAULT_ADMIN_URL = 'http://127.0.0.1:9598';
+
 /** Options that belong to the commands themselves, not to the configuration. */
 const COMMAND_OPTIONS = new Set(['c', 'config', 'h', 'help', 'v', 'version', 'ca', 'cert', 'key', 'explain', 'once', 'fleet']);
 

@@ -1,14 +1,12 @@
 // Command line (DESIGN.md §2): run (default), check, tail, top. The process is the cluster primary itself.
 
 import sade from 'sade';
-import { splitArgs } from './cli-args.js';
+import { DEFAULT_ADMIN_URL, splitArgs } from './cli-args.js';
 import { loadConfig, type Overrides } from './config/load.js';
 import type { Config } from './config/schema.js';
 import { ConfigError, errorMessage, UsageError } from './core/errors.js';
 import { VERSION } from './core/version.js';
 import { EXIT_CONFIG, runPrimary } from './primary/run.js';
-import { parseTailUrl, runTail } from './tail.js';
-import { DEFAULT_ADMIN_URL, runTop, statusUrl } from './top.js';
 
 const EXIT_USAGE = 2;
 const COMMANDS = ['run', 'check', 'tail', 'top'];
@@ -158,11 +156,16 @@ function main(argv: string[]): void {
     .example('tail http://127.0.0.1:8080/stream')
     .example('tail https://collector:8443/stream --ca ca.crt --cert me.crt --key me.key')
     .action((url: string, opts: { ca?: unknown; cert?: unknown; key?: unknown }) => {
-      parseTailUrl(url);
-      runTail({ url, ca: file(opts.ca), cert: file(opts.cert), key: file(opts.key) }).then(
-        (code) => process.exit(code),
-        (err: unknown) => fail(1, errorMessage(err)),
-      );
+      // tail and top are loaded when asked for: the node's own primary never holds their HTTP clients
+      import('./tail.js')
+        .then(({ parseTailUrl, runTail }) => {
+          parseTailUrl(url);
+          return runTail({ url, ca: file(opts.ca), cert: file(opts.cert), key: file(opts.key) });
+        })
+        .then(
+          (code) => process.exit(code),
+          (err: unknown) => fail(err instanceof UsageError ? EXIT_USAGE : 1, errorMessage(err)),
+        );
     });
 
   prog
@@ -179,11 +182,15 @@ function main(argv: string[]): void {
       if (opts.fleet === true) throw new UsageError('top: --fleet needs the URL of an admin endpoint');
       const fleetUrl = typeof opts.fleet === 'string' ? opts.fleet : undefined;
       const target = fleetUrl ?? url ?? DEFAULT_ADMIN_URL;
-      statusUrl(target);
-      runTop({ url: target, once: opts.once === true, ca: file(opts.ca), cert: file(opts.cert), key: file(opts.key), fleet: fleetUrl !== undefined }).then(
-        (code) => process.exit(code),
-        (err: unknown) => fail(1, errorMessage(err)),
-      );
+      import('./top.js')
+        .then(({ runTop, statusUrl }) => {
+          statusUrl(target);
+          return runTop({ url: target, once: opts.once === true, ca: file(opts.ca), cert: file(opts.cert), key: file(opts.key), fleet: fleetUrl !== undefined });
+        })
+        .then(
+          (code) => process.exit(code),
+          (err: unknown) => fail(err instanceof UsageError ? EXIT_USAGE : 1, errorMessage(err)),
+        );
     });
 
   // sade reports its own usage faults with exit 1; the contract says 2.

@@ -12,7 +12,6 @@ import { errorMessage, UsageError } from './core/errors.js';
 import type { FleetNode } from './primary/fleet.js';
 import type { NodeStatus } from './primary/node-status.js';
 
-export const DEFAULT_ADMIN_URL = 'http://127.0.0.1:9598';
 const REFRESH_MS = 1000;
 const REQUEST_TIMEOUT_MS = 5000;
 

@@ -7,10 +7,62 @@
  * `ids` joined by `\n`, oldest first, and `runs`, the time (epoch ms) each was first seen as
  * [time, count, time, count, …] (ids done together share a time). A few strings instead of an
  * array of 100,000: cheap to send, keep and write once a second. Ids with a `\n` are not packed.
+ * With `prefixes` (every chunk made now; a checkpoint's older chunks have none), an id that shares
+ * the one before it up to that one's last `.` is written as `.` and the rest: a file's ids share a
+ * 17-character prefix (ids.ts), so its lines' ids take a quarter of the bytes. An id that starts
+ * with `.` itself is written with one `.` more; the first id of the text is written whole.
  */
 export interface DedupChunk {
   readonly ids: string;
   readonly runs: readonly number[];
+  readonly prefixes?: 1;
+}
+
+/** `id` as written after `prev` (prefixes, see DedupChunk). */
+function packedId(id: string, prev: string | undefined): string {
+  if (prev !== undefined) {
+    const cut = prev.lastIndexOf('.') + 1;
+    if (cut > 0 && id.length >= cut && id.lastIndexOf('.') === cut - 1 && id.startsWith(prev.slice(0, cut))) return `.${id.slice(cut)}`;
+  }
+  return id.charCodeAt(0) === 0x2e ? `.${id}` : id;
+}
+
+/** The id written as `line` after the id `prev` (prefixes). */
+function unpackedId(line: string, prev: string | undefined): string {
+  if (line.charCodeAt(0) !== 0x2e) return line;
+  if (line.charCodeAt(1) === 0x2e) return line.slice(1);
+  return prev === undefined ? line.slice(1) : prev.slice(0, prev.lastIndexOf('.') + 1) + line.slice(1);
+}
+
+/** `ids` (none with a `\n`) as a chunk's text with prefixes, the first whole: a string of its own (joined), never a slice of an id's line. */
+export function joinIds(ids: readonly string[]): string {
+  const lines = new Array<string>(ids.length);
+  for (let i = 0; i < ids.length; i++) lines[i] = packedId(ids[i]!, i === 0 ? undefined : ids[i - 1]);
+  return lines.join('\n');
+}
+
+/** The ids of a chunk's text. */
+function splitIds(text: string, prefixes: boolean): string[] {
+  const lines = text.split('\n');
+  if (!prefixes) return lines;
+  let prev: string | undefined;
+  for (let i = 0; i < lines.length; i++) prev = lines[i] = unpackedId(lines[i]!, prev);
+  return lines;
+}
+
+/** A chunk's text without its `count` oldest ids (fewer than it has), the first one left written whole. */
+export function dropIds(text: string, count: number, prefixes: boolean): string {
+  let cut = 0;
+  let prev: string | undefined;
+  for (let k = 0; k < count; k++) {
+    const end = text.indexOf('\n', cut);
+    if (prefixes) prev = unpackedId(text.slice(cut, end), prev);
+    cut = end + 1;
+  }
+  if (!prefixes || count === 0) return text.slice(cut);
+  const end = text.indexOf('\n', cut);
+  const first = unpackedId(end < 0 ? text.slice(cut) : text.slice(cut, end), prev);
+  return packedId(first, undefined) + (end < 0 ? '' : text.slice(end));
 }
 
 /** A window's ids in chunks, oldest first. */
@@ -28,14 +80,14 @@ export function packChunk(ids: readonly string[], times: readonly number[]): Ded
     if (runs.length > 0 && runs[runs.length - 2] === t) runs[runs.length - 1]!++;
     else runs.push(t, 1);
   }
-  return { ids: kept.join('\n'), runs };
+  return { ids: joinIds(kept), runs, prefixes: 1 };
 }
 
 /** Calls `each(id, time)` for every id of `window`, oldest first. */
 export function eachId(window: DedupWindow, each: (id: string, time: number) => void): void {
   for (const chunk of window) {
     if (chunk.ids === '') continue;
-    const ids = chunk.ids.split('\n');
+    const ids = splitIds(chunk.ids, chunk.prefixes === 1);
     let i = 0;
     for (let r = 0; r < chunk.runs.length; r += 2) {
       const time = chunk.runs[r]!;
@@ -94,8 +146,7 @@ export class PackedWindow {
         continue;
       }
       // the first chunk loses its `over` oldest ids
-      let cut = 0;
-      for (let k = 0; k < over; k++) cut = first.chunk.ids.indexOf('\n', cut) + 1;
+      const prefixes = first.chunk.prefixes === 1;
       const runs = [...first.chunk.runs];
       for (let left = over; left > 0; ) {
         const take = Math.min(left, runs[1]!);
@@ -103,7 +154,8 @@ export class PackedWindow {
         left -= take;
         if (runs[1] === 0) runs.splice(0, 2);
       }
-      this.chunks[0] = { chunk: { ids: first.chunk.ids.slice(cut), runs }, size: first.size - over, last: first.last };
+      const ids = dropIds(first.chunk.ids, over, prefixes);
+      this.chunks[0] = { chunk: prefixes ? { ids, runs, prefixes: 1 } : { ids, runs }, size: first.size - over, last: first.last };
       this.total -= over;
     }
   }

@@ -111,8 +111,8 @@ function isCheckpoint(v: unknown): v is CheckpointState {
 const isFiniteNumber = (v: unknown): v is number => typeof v === 'number' && Number.isFinite(v);
 
 function isChunk(v: unknown): v is DedupChunk {
-  const c = v as { ids?: unknown; runs?: unknown } | null;
-  return typeof c === 'object' && c !== null && typeof c.ids === 'string' && Array.isArray(c.runs) && c.runs.length % 2 === 0 && c.runs.every(isFiniteNumber);
+  const c = v as { ids?: unknown; runs?: unknown; prefixes?: unknown } | null;
+  return typeof c === 'object' && c !== null && typeof c.ids === 'string' && (c.prefixes === undefined || c.prefixes === 1) && Array.isArray(c.runs) && c.runs.length % 2 === 0 && c.runs.every(isFiniteNumber);
 }
 
 /**
@@ -145,32 +145,6 @@ export function readCheckpoint(dir: string, ttlMs: number, log: Logger, now = Da
   return { version: 1, pipelines };
 }
 
-/**
- * The checkpoint as JSON. A dedup window's chunks (DedupChunk) come from the workers once and are
- * kept unchanged until they age out, so each one's text is made once and kept beside it: a
- * collector's window is 100,000 ids (2 MB of text), and making all of it every second cost its
- * primary about 10 ms of CPU a checkpoint; now only the chunks new since the last one are.
- */
-export function checkpointText(state: CheckpointState, chunkText: WeakMap<DedupChunk, string> = new WeakMap()): string {
-  const pipelines: string[] = [];
-  for (const [name, p] of Object.entries(state.pipelines)) {
-    const { dedup, ...rest } = p;
-    let text = JSON.stringify(rest);
-    if (dedup !== undefined) {
-      const chunks = dedup.map((c) => {
-        let t = chunkText.get(c);
-        if (t === undefined) chunkText.set(c, (t = JSON.stringify(c)));
-        return t;
-      });
-      text = `${text.slice(0, -1)}${text.length > 2 ? ',' : ''}"dedup":[${chunks.join(',')}]}`;
-    }
-    pipelines.push(`${JSON.stringify(name)}:${text}`);
-  }
-  const { pipelines: _, ...top } = state;
-  const head = JSON.stringify(top);
-  return `${head.slice(0, -1)}${head.length > 2 ? ',' : ''}"pipelines":{${pipelines.join(',')}}}`;
-}
-
 export interface Checkpointer {
   /** `checkpoint_writes`, `checkpoint_errors` */
   readonly counters: { checkpoint_writes: number; checkpoint_errors: number };
@@ -179,20 +153,66 @@ export interface Checkpointer {
   stop(): void;
 }
 
+/** Each dedup chunk's JSON as bytes, made once: a chunk stays in the window for many checkpoints. */
+const chunkJson = new WeakMap<DedupChunk, Buffer>();
+
+function chunkBytes(chunk: DedupChunk): Buffer {
+  let bytes = chunkJson.get(chunk);
+  if (bytes === undefined) {
+    bytes = Buffer.from(JSON.stringify(chunk));
+    chunkJson.set(chunk, bytes);
+  }
+  return bytes;
+}
+
+/**
+ * The checkpoint file's JSON in parts, in order: the text around the dedup windows, and each
+ * window chunk's bytes (made once per chunk). A window of 100,000 ids is a few MB: written as one
+ * JSON text every second, and that text kept to see whether the next one changed, it was the
+ * primary's largest garbage; its parts are compared by reference instead and written as they are.
+ */
+export function checkpointParts(state: CheckpointState): (string | Buffer)[] {
+  const parts: (string | Buffer)[] = [];
+  let text = '{"version":1,"pipelines":{';
+  let first = true;
+  for (const [name, p] of Object.entries(state.pipelines)) {
+    const { dedup, ...rest } = p;
+    const head = JSON.stringify(rest);
+    text += `${first ? '' : ','}${JSON.stringify(name)}:${head.slice(0, -1)}`;
+    first = false;
+    if (dedup !== undefined) {
+      text += `${head === '{}' ? '' : ','}"dedup":[`;
+      dedup.forEach((chunk, i) => {
+        parts.push(i === 0 ? text : `${text},`);
+        text = '';
+        parts.push(chunkBytes(chunk));
+      });
+      text += ']';
+    }
+    text += '}';
+  }
+  parts.push(`${text}}}`);
+  return parts;
+}
+
+/** Same parts: strings by value, chunks' bytes by reference (a chunk's bytes are made once). */
+function sameParts(a: readonly (string | Buffer)[], b: readonly (string | Buffer)[]): boolean {
+  return a.length === b.length && a.every((part, i) => part === b[i]);
+}
+
 /** Writes `snapshot()` to `dir` every `intervalMs` when it changed; `written` learns each state once it is durable. */
 export function startCheckpointer(dir: string, intervalMs: number, log: Logger, snapshot: () => CheckpointState, written?: (state: CheckpointState) => void): Checkpointer {
   const file = join(dir, CHECKPOINT_FILE);
   const tmp = `${file}.tmp`;
   const counters = { checkpoint_writes: 0, checkpoint_errors: 0 };
-  let last = '';
+  let last: readonly (string | Buffer)[] = [];
   let lastErrorLog = 0;
-  const chunkText = new WeakMap<DedupChunk, string>();
   let writing: Promise<void> | undefined;
 
-  const writeOnce = async (text: string) => {
+  const writeOnce = async (parts: readonly (string | Buffer)[]) => {
     const fh = await open(tmp, 'w', 0o644);
     try {
-      await fh.writeFile(text);
+      await fh.writev(parts.map((part) => (typeof part === 'string' ? Buffer.from(part) : part)));
       await fh.sync();
     } finally {
       await fh.close();
@@ -209,12 +229,12 @@ export function startCheckpointer(dir: string, intervalMs: number, log: Logger, 
   const write = (): Promise<void> => {
     if (writing) return writing.then(write);
     const state = snapshot();
-    const text = checkpointText(state, chunkText);
-    if (text === last) return Promise.resolve();
-    writing = writeOnce(text)
+    const parts = checkpointParts(state);
+    if (sameParts(parts, last)) return Promise.resolve();
+    writing = writeOnce(parts)
       .then(
         () => {
-          last = text;
+          last = parts;
           counters.checkpoint_writes++;
           written?.(state);
         },

@@ -4,10 +4,10 @@
 // checkpoint) knows them. An id whose entry was not done is never handed on: its resend must pass.
 
 import type { Ticket } from '../core/ack.js';
-import type { DedupWindow } from '../core/dedup-window.js';
+import { type DedupWindow, dropIds, joinIds } from '../core/dedup-window.js';
 
 export class DoneIds {
-  /** one part per batch done: its ids joined by `\n`, how many, and when */
+  /** one part per batch done: its ids joined by `\n` with prefixes (DedupChunk), how many, and when */
   private parts: { ids: string; count: number; at: number }[] = [];
   private count = 0;
 
@@ -25,7 +25,7 @@ export class DoneIds {
       }
     }
     if (kept.length === 0) return;
-    this.parts.push({ ids: kept.join('\n'), count: kept.length, at });
+    this.parts.push({ ids: joinIds(kept), count: kept.length, at });
     this.count += kept.length;
     while (this.count - this.parts[0]!.count >= this.max) this.count -= this.parts.shift()!.count;
   }
@@ -43,9 +43,7 @@ export class DoneIds {
       let { ids, count } = part;
       if (over > 0) {
         // the oldest part loses its oldest ids
-        let cut = 0;
-        for (let k = 0; k < over; k++) cut = ids.indexOf('\n', cut) + 1;
-        ids = ids.slice(cut);
+        ids = dropIds(ids, over, true);
         count -= over;
         over = 0;
       }
@@ -53,7 +51,7 @@ export class DoneIds {
       if (runs.length > 0 && runs[runs.length - 2] === part.at) runs[runs.length - 1]! += count;
       else runs.push(part.at, count);
     }
-    return [{ ids: texts.join('\n'), runs }];
+    return [{ ids: texts.join('\n'), runs, prefixes: 1 }];
   }
 }
 

@@ -2,7 +2,6 @@
 // The per-entry path is synchronous: sources emit batches, sinks take batches. The fan-out policy
 // lives in fanout.ts, acknowledgement tickets in acks.ts; this file assembles them into one object.
 
-import { withBuffer } from '../buffer/source.js';
 import type { PipelineConfig } from '../config/schema.js';
 import { encodeAhead, type FramedItem, framedItem } from '../core/entry-frame.js';
 import { settle, settleAll } from '../core/ack.js';
@@ -145,7 +144,7 @@ class AssembledPipeline implements Pipeline {
         const duplicate = this.flow?.dedup ? this.flow.seen : undefined;
         const ctx = { pipeline: cfg.name, log, checkOnly: opts.checkOnly, emit, isSaturated: () => this.saturated, idNode, node: opts.node, duplicate, report: opts.onReport };
         // a source with a disk buffer (DESIGN.md §23) is wrapped: its entries go through the buffer
-        const source = withBuffer(factory, plugin, ctx, { dataDir: opts.dataDir ?? '', node: opts.node, window: bufferWindow });
+        const source = this.plugins.withBuffer?.(factory, plugin, ctx, { dataDir: opts.dataDir ?? '', node: opts.node, window: bufferWindow }) ?? factory(plugin, ctx);
         ref.source = source;
         this.sources.push(source);
         if (!opts.checkOnly) opts.log.info({ pipeline: cfg.name, plugin: plugin.id, type: plugin.type }, 'Created source instance');

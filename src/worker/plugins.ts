@@ -1,8 +1,10 @@
 // The plugin code one pipeline needs, and no other: each source and sink type it names is loaded
 // through its registry's loader before the pipeline is built, so a worker holds only its own
-// plugins (the primary none). An unknown type, or one whose code fails to load, is a fault the
-// build reports with the plugin's id.
+// plugins (the primary none), and the disk buffer's code only when a source of it has one. An
+// unknown type, or one whose code fails to load, is a fault the build reports with the plugin's id.
 
+import { wantsDiskBuffer } from '../buffer/config.js';
+import type { withBuffer } from '../buffer/source.js';
 import type { PipelineConfig } from '../config/schema.js';
 import { errorMessage } from '../core/errors.js';
 import { sinkLoader, SINKS } from '../sinks/index.js';
@@ -20,6 +22,8 @@ export type Loaded<F> = { readonly factory: F } | { readonly fault: string };
 export interface Plugins {
   readonly sinks: ReadonlyMap<string, Loaded<SinkFactory>>;
   readonly sources: ReadonlyMap<string, Loaded<SourceFactory>>;
+  /** the disk buffer's wrapper of a source (DESIGN.md §23), when a source of the pipeline has a buffer */
+  readonly withBuffer?: typeof withBuffer;
 }
 
 /** Loads the factory of each of `types` through its registry's loader; an unknown type or one whose code fails to load is a fault. */
@@ -45,5 +49,6 @@ export async function loadPlugins(cfg: PipelineConfig): Promise<Plugins> {
   return {
     sinks: await loadTypes('sink', cfg.plugin_sinks.map((p) => p.type), sinkLoader, SINKS),
     sources: await loadTypes('source', cfg.plugin_sources.map((p) => p.type), sourceLoader, SOURCES),
+    ...(cfg.plugin_sources.some(wantsDiskBuffer) ? { withBuffer: (await import('../buffer/source.js')).withBuffer } : {}),
   };
 }

@@ -1,5 +1,6 @@
 // The primary loads no plugin code, and a pipeline worker only the plugins its own pipeline names
-// (src/sources/index.ts and src/sinks/index.ts load a type's code when a pipeline names it):
+// (src/sources/index.ts and src/sinks/index.ts load a type's code when a pipeline names it, and
+// src/worker/plugins.ts the disk buffer's when a source has one):
 // checked on the modules two real processes loaded, recorded by a module loader hook.
 
 import { existsSync, readFileSync } from 'node:fs';
@@ -35,7 +36,7 @@ function loadedBy(dir: string, pid: number): string[] {
 /** The worker's own plugins (a file source, a null sink) and the registries. */
 const OWN_PLUGINS = /^src\/(sources\/(index|types|file(-[a-z]+)*)|sinks\/(index|types|null))\.js$/;
 
-test('the primary loads no plugin code, and a worker only the source and sink types of its pipeline', async (t) => {
+test('the primary loads no plugin code, and a worker only the source and sink types of its pipeline (and no disk buffer code without a buffer)', async (t) => {
   const dir = ownedTempDir(t);
   dir.file('register.mjs', REGISTER);
   dir.file('hooks.mjs', HOOKS);
@@ -56,10 +57,20 @@ test('the primary loads no plugin code, and a worker only the source and sink ty
     [],
     'pipeline and plugin code in the primary (the admin endpoint is off: no prom-client either)',
   );
+  t.deepEqual(
+    primary.filter((m) => /^src\/(tail|top)\.js$/.test(m) || m === 'package:eventsource'),
+    [],
+    'the tail and top commands, in a running node',
+  );
   t.true(own.includes('src/sources/file.js') && own.includes('src/sinks/null.js'), `the worker loaded its plugins: ${own.join(' ')}`);
   t.deepEqual(
     own.filter((m) => (/^src\/(sources|sinks|otlp|nats)\//.test(m) && !OWN_PLUGINS.test(m)) || /^package:@nats-io\//.test(m)),
     [],
     'plugins the pipeline does not name, in its worker',
+  );
+  t.deepEqual(
+    own.filter((m) => /^src\/buffer\/(source|disk-buffer|writer|writer-thread|reader|recover)\.js$/.test(m)),
+    [],
+    'the disk buffer, in a worker whose sources have none',
   );
 });

@@ -1,4 +1,4 @@
-// Pipeline workers run with a larger young generation (src/primary/worker-flags.ts) unless the
+// Pipeline workers run with their young generation's semi-space set (src/primary/worker-flags.ts) unless the
 // operator chose one: checked on the flags a real worker was started with.
 
 import { readFileSync } from 'node:fs';
@@ -39,7 +39,7 @@ test('the worker flags: the primary\'s own, then the semi-space unless set in th
   t.deepEqual(workerExecArgv(['--max-semi-space-sizes=1'], ''), ['--max-semi-space-sizes=1', ours]);
 });
 
-test.serial('a pipeline worker starts with the larger young generation; an operator\'s NODE_OPTIONS keeps theirs', async (t) => {
+test.serial('a pipeline worker starts with its semi-space flag; an operator\'s NODE_OPTIONS keeps theirs', async (t) => {
   const flags = await workerFlags(t, { NODE_OPTIONS: undefined });
   t.true(flags.includes(`--max-semi-space-size=${WORKER_SEMI_SPACE_MB}`), `worker command line: ${flags.join(' ')}`);
   const theirs = await workerFlags(t, { NODE_OPTIONS: '--max-semi-space-size=8' });

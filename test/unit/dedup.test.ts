@@ -6,6 +6,7 @@ import test from 'ava';
 import { eachId, packChunk, PackedWindow } from '../../src/core/dedup-window.js';
 import { DedupSet } from '../../src/flow/dedup.js';
 import { createFlow } from '../../src/flow/index.js';
+import { DoneIds } from '../../src/worker/acks.js';
 import { xorshift } from '../helpers/random.js';
 
 const T0 = Date.parse('2026-01-02T03:04:05.000Z');
@@ -105,7 +106,7 @@ test('without dedup the flow has no duplicates_dropped counter', (t) => {
 
 test('packed chunks: ids done together share a run; an id with a newline is not packed', (t) => {
   const c = packChunk(['a', 'b', 'bad\nid', 'c'], [T0, T0, T0, T0 + 5]);
-  t.deepEqual(c, { ids: 'a\nb\nc', runs: [T0, 2, T0 + 5, 1] });
+  t.deepEqual(c, { ids: 'a\nb\nc', runs: [T0, 2, T0 + 5, 1], prefixes: 1 });
   const seen: [string, number][] = [];
   eachId([c, packChunk([], [])], (id, time) => seen.push([id, time]));
   t.deepEqual(seen, [
@@ -113,6 +114,31 @@ test('packed chunks: ids done together share a run; an id with a newline is not 
     ['b', T0],
     ['c', T0 + 5],
   ]);
+});
+
+test("packed chunks write an id's prefix (to its last '.') once while the next ids share it, and read back every id through cuts", (t) => {
+  const ids = ['BiW5ZzqOgmcMuTfI.ph59p', 'BiW5ZzqOgmcMuTfI.ph5a0', 'BiW5ZzqOgmcMuTfI.', '.dot.first', '..', 'x.y.z', 'x.y.w', 'x.y2', 'plain', 'BiW5ZzqOgmcMuTfI.ph5a1'];
+  const times = ids.map((_, i) => T0 + i);
+  const c = packChunk(ids, times);
+  t.is(c.ids.split('\n').slice(0, 3).join('\n'), 'BiW5ZzqOgmcMuTfI.ph59p\n.ph5a0\n.', 'the shared prefix is written once');
+  t.true(c.ids.length < ids.join('\n').length - 30);
+  const back = (w: Parameters<typeof eachId>[0]) => {
+    const out: string[] = [];
+    eachId(w, (id) => out.push(id));
+    return out;
+  };
+  t.deepEqual(back([c]), ids);
+  // cut at every place, by the primary's copy (window_entries) and by the worker's journal
+  for (let keep = 1; keep <= ids.length; keep++) {
+    const w = new PackedWindow(keep, 60_000);
+    w.load([c], T0);
+    t.deepEqual(back(w.snapshot(T0)), ids.slice(ids.length - keep), `the newest ${keep}`);
+    const journal = new DoneIds(keep);
+    journal.add(ids.slice(0, 4), T0);
+    journal.add(ids.slice(4), T0 + 1);
+    t.deepEqual(back(journal.take() ?? []), ids.slice(ids.length - keep), `the journal's newest ${keep}`);
+  }
+  t.deepEqual(back([{ ids: '.old\nlayout', runs: [T0, 2] }]), ['.old', 'layout'], 'a chunk without prefixes (an older checkpoint) reads as written');
 });
 
 test("the primary's packed copy keeps the newest window_entries ids and none older than window_ms", (t) => {
@@ -129,7 +155,7 @@ test("the primary's packed copy keeps the newest window_entries ids and none old
     ['f', T0 + 3],
     ['g', T0 + 3],
   ]);
-  t.deepEqual(w.snapshot(T0 + 1002), [{ ids: 'd\ne\nf\ng', runs: [T0 + 2, 2, T0 + 3, 2] }], 'the chunk whose newest id aged out is gone');
+  t.deepEqual(w.snapshot(T0 + 1002), [{ ids: 'd\ne\nf\ng', runs: [T0 + 2, 2, T0 + 3, 2], prefixes: 1 }], 'the chunk whose newest id aged out is gone');
   const d = new DedupSet(10, 1000);
   d.load(w.snapshot(T0 + 1002), T0 + 1002);
   t.true(d.check('g', T0 + 1002));
