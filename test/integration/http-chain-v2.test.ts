@@ -198,6 +198,9 @@ for (const refusal of [400, 415]) {
       return oldSourceAnswer(req, body, messages);
     });
     const send = await sender(f, 'edge', port, '');
+    // entries only once the first contact's 204 was heard: a batch posted before it (as NDJSON)
+    // would be answered after it by the old node's 204, which puts the sink back on version 1
+    await waitFor(() => send.records.find((r) => r.msg === 'Chain link protocol version changed' && r.protocol === 2), 'the sink on version 2 after the first contact');
     await feedWithin60s(send.child.stdin!, 300, 50, 20);
     await waitFor(() => messages.length >= 300, 'the 300 entries at the old source');
     t.true(refused >= 1, 'the sink posted frames after the first 204');
