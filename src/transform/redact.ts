@@ -84,7 +84,7 @@ const PRESET_ORDER: readonly RedactPreset[] = ['bearer_token', 'jwt', 'credit_ca
 function replaceExtended(s: string, sticky: RegExp, anchor: string, extendsLeft: (code: number) => boolean, replace: (match: string) => string): string {
   let out = '';
   let copied = 0;
-  // p only grows: the loop ends by the length of s
+  // p only grows (past an empty match too): the loop ends by the length of s
   for (let p = s.indexOf(anchor); p >= 0; ) {
     sticky.lastIndex = p;
     // test, not exec: where the match ends is all that is read (no match array made)
@@ -99,7 +99,7 @@ function replaceExtended(s: string, sticky: RegExp, anchor: string, extendsLeft:
       out += s.slice(copied, start) + replace(s.slice(start, end));
       copied = end;
     }
-    p = s.indexOf(anchor, end);
+    p = s.indexOf(anchor, end > p ? end : p + 1);
   }
   return copied === 0 ? s : out + s.slice(copied);
 }
