@@ -10,7 +10,7 @@ import { IdSequence } from '../../src/core/ids.js';
 import { ROOT, tempDir } from '../helpers/node.js';
 
 const DOCS = join(ROOT, 'docs');
-const PAGES = ['configuration.md', 'counters.md', 'protocol.md', 'operations.md', 'kubernetes.md', 'syslog.md', 'fleet.md', 'transforms.md', 'benchmarks.md', 'tls.md', 'otlp.md', 'nats.md', 'delivery.md', 'sources.md', 'sinks.md', 'flow.md', 'development.md'];
+const PAGES = ['configuration.md', 'counters.md', 'protocol.md', 'operations.md', 'kubernetes.md', 'syslog.md', 'fleet.md', 'transforms.md', 'benchmarks.md', 'tls.md', 'otlp.md', 'nats.md', 'delivery.md', 'sources.md', 'sinks.md', 'flow.md', 'development.md', 'capacity.md'];
 const read = (...path: string[]) => readFileSync(join(ROOT, ...path), 'utf8');
 
 test('the README links every page of docs/ and no longer sends operators to a file outside the repository', (t) => {
