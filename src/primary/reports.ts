@@ -64,9 +64,13 @@ export function startReports(sup: Supervisor, fleet: FleetTable | undefined): Re
     timer = setInterval(tick, config.report_interval_ms || OWN_ENTRY_INTERVAL_MS);
     timer.unref();
   };
-  arm();
-  // the first report as soon as the pipelines run: a node is listed without waiting a whole interval
-  const first = setTimeout(tick, 200);
+  // the first report as soon as the pipelines run (a node is listed without waiting a whole
+  // interval), the interval counted from it: armed at the start too, the interval's first tick
+  // and this one could come in one millisecond with report_interval_ms = 200, the same report twice
+  const first = setTimeout(() => {
+    tick();
+    arm();
+  }, 200);
   first.unref();
 
   return {
