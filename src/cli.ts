@@ -37,8 +37,9 @@ const HELP_MORE = `  Configuration
     $ logrelay check --explain KEY    one key's type, default, unit and meaning, e.g. sinks.http.port or buffer_size
     docs/configuration.md (every key), docs/sources.md, docs/sinks.md, docs/flow.md, docs/transforms.md,
     docs/delivery.md (acks, dedup, disk buffers, fan-out), docs/protocol.md, docs/tls.md,
-    docs/operations.md, docs/counters.md, docs/fleet.md, docs/syslog.md, docs/otlp.md, docs/nats.md,
-    docs/kubernetes.md, docs/benchmarks.md, docs/development.md
+    docs/operations.md, docs/capacity.md (memory, queues), docs/counters.md, docs/fleet.md,
+    docs/syslog.md, docs/otlp.md, docs/nats.md, docs/kubernetes.md, docs/benchmarks.md,
+    docs/development.md
 
 `;
 
