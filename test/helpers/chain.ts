@@ -38,6 +38,22 @@ export interface Received {
 /** The JSON entries among a node's stdout lines. */
 export const parseReceived = (lines: readonly string[]): Received[] => lines.filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Received);
 
+/** Lines of every kind a link carries: UTF-8, quotes, backslashes, tabs, and JSON lines with fields and a level. */
+export function linkLine(i: number): string {
+  if (i % 5 === 0) return JSON.stringify({ msg: `json ${i} "q" ä`, level: 'warn', user: { id: i, name: 'ä"b\\c' }, tags: ['x', i] });
+  return `entry ${String(i).padStart(6, '0')} GET /api?id=${i % 97} msg="ok ${i}" täglich ✓ tab\there back\\slash`;
+}
+
+/** What a receiver printed from `node`, without the parts that differ between senders (time, node). */
+export function receivedFrom(recv: RunningNode, node: string): unknown[] {
+  return parseReceived(recv.out)
+    .filter((e) => e.node === node)
+    .map((e) => {
+      const { time: _time, node: _node, ...rest } = e as unknown as Record<string, unknown>;
+      return rest;
+    });
+}
+
 /** The number of a numbered entry. */
 export const numberOf = (e: Received): number => Number(e.message.slice(6));
 

@@ -8,7 +8,7 @@
 import { connect } from 'node:net';
 import test, { type ExecutionContext } from 'ava';
 import { eachRun, encodeFrames, framedItem, PROTOCOL_V2 } from '../../src/core/entry-frame.js';
-import { chainSinkToml, chainSourceToml, feedWithin60s, parseReceived, QUICK_BACKOFF, RECEIVER_HEAD, SENDER_HEAD } from '../helpers/chain.js';
+import { chainSinkToml, chainSourceToml, feedWithin60s, linkLine, parseReceived, QUICK_BACKOFF, RECEIVER_HEAD, receivedFrom, SENDER_HEAD } from '../helpers/chain.js';
 import { freePort, killedNodesIn, type RunningNode, waitFor, waitReady } from '../helpers/node.js';
 import { oldChainSource } from '../helpers/reports.js';
 import { latestStatus } from '../helpers/status.js';
@@ -17,23 +17,8 @@ import { latestStatus } from '../helpers/status.js';
 const fleet = (t: ExecutionContext) => killedNodesIn(t, []);
 type Fleet = ReturnType<typeof fleet>;
 
-/** Lines of every kind a link carries: UTF-8, quotes, backslashes, tabs, and JSON lines with fields and a level. */
-function lineOf(i: number): string {
-  if (i % 5 === 0) return JSON.stringify({ msg: `json ${i} "q" ä`, level: 'warn', user: { id: i, name: 'ä"b\\c' }, tags: ['x', i] });
-  return `entry ${String(i).padStart(6, '0')} GET /api?id=${i % 97} msg="ok ${i}" täglich ✓ tab\there back\\slash`;
-}
 const TOTAL = 4_000;
-const INPUT = Array.from({ length: TOTAL }, (_, i) => `${lineOf(i)}\n`).join('');
-
-/** What a receiver printed from `node`, without the parts that differ between senders (time, node). */
-function fromNode(recv: RunningNode, node: string): unknown[] {
-  return parseReceived(recv.out)
-    .filter((e) => e.node === node)
-    .map((e) => {
-      const { time: _time, node: _node, ...rest } = e as unknown as Record<string, unknown>;
-      return rest;
-    });
-}
+const INPUT = Array.from({ length: TOTAL }, (_, i) => `${linkLine(i)}\n`).join('');
 
 const linkUp = (node: RunningNode) => node.records.find((r) => r.msg === 'Chain link up');
 
@@ -61,10 +46,10 @@ for (const compression of ['none', 'gzip']) {
     await waitFor(() => recv.out.length >= 2 * TOTAL, `all ${2 * TOTAL} entries at the receiver`, 60_000);
     t.is((await waitFor(() => linkUp(v2), 'Chain link up of edge-2')).protocol, 2, 'the default sink speaks version 2 to a source that accepts it');
     t.is((await waitFor(() => linkUp(v1), 'Chain link up of edge-1')).protocol, 1, 'protocol_version = 1 never offers it');
-    const want = fromNode(recv, 'edge-1');
+    const want = receivedFrom(recv, 'edge-1');
     t.is(want.length, TOTAL);
-    t.deepEqual(fromNode(recv, 'edge-2'), want, 'in order, the same entries');
-    t.deepEqual(want[1], { source: 'stdin', message: lineOf(1) });
+    t.deepEqual(receivedFrom(recv, 'edge-2'), want, 'in order, the same entries');
+    t.deepEqual(want[1], { source: 'stdin', message: linkLine(1) });
     t.deepEqual(want[0], { source: 'stdin', level: 'WARN', message: 'json 0 "q" ä', fields: { user: { id: 0, name: 'ä"b\\c' }, tags: ['x', 0] } });
     // every byte a sender counts is one the source read (acknowledged entries: the link is idle then)
     const counters = await waitFor(() => {

@@ -12,7 +12,7 @@ import { gzipSync } from 'node:zlib';
 import test, { type ExecutionContext } from 'ava';
 import { eachRun, encodeFrames, framedItem, PROTOCOL_V2 } from '../../src/core/entry-frame.js';
 import { decodeEntryFrame, FrameReader } from '../../src/core/frame-reader.js';
-import { chainSinkToml, chainSourceToml, feedWithin60s, parseReceived, QUICK_BACKOFF, RECEIVER_HEAD, SENDER_HEAD } from '../helpers/chain.js';
+import { chainSinkToml, chainSourceToml, feedWithin60s, linkLine, parseReceived, QUICK_BACKOFF, RECEIVER_HEAD, receivedFrom, SENDER_HEAD } from '../helpers/chain.js';
 import { freePort, killedNodesIn, type RunningNode, waitFor, waitReady } from '../helpers/node.js';
 import { latestStatus } from '../helpers/status.js';
 
@@ -22,23 +22,8 @@ const FRAMES = 'application/x-logrelay-frames';
 const fleet = (t: ExecutionContext) => killedNodesIn(t, []);
 type Fleet = ReturnType<typeof fleet>;
 
-/** Lines of every kind a link carries: UTF-8, quotes, backslashes, tabs, and JSON lines with fields and a level. */
-function lineOf(i: number): string {
-  if (i % 5 === 0) return JSON.stringify({ msg: `json ${i} "q" ä`, level: 'warn', user: { id: i, name: 'ä"b\\c' }, tags: ['x', i] });
-  return `entry ${String(i).padStart(6, '0')} GET /api?id=${i % 97} msg="ok ${i}" täglich ✓ tab\there back\\slash`;
-}
 const TOTAL = 3_000;
-const INPUT = Array.from({ length: TOTAL }, (_, i) => `${lineOf(i)}\n`).join('');
-
-/** What a receiver printed from `node`, without the parts that differ between senders (time, node). */
-function fromNode(recv: RunningNode, node: string): unknown[] {
-  return parseReceived(recv.out)
-    .filter((e) => e.node === node)
-    .map((e) => {
-      const { time: _time, node: _node, ...rest } = e as unknown as Record<string, unknown>;
-      return rest;
-    });
-}
+const INPUT = Array.from({ length: TOTAL }, (_, i) => `${linkLine(i)}\n`).join('');
 
 /**
  * A TCP proxy on 127.0.0.1 in front of `port` that keeps what the clients sent (Latin-1), so a
@@ -95,9 +80,9 @@ for (const compression of ['none', 'gzip']) {
     const v1 = await sender(f, 'edge-1', proxy1.port, `compression = "${compression}"\nprotocol_version = 1\n`);
     await Promise.all([write(v2, INPUT), write(v1, INPUT)]);
     await waitFor(() => recv.out.length >= 2 * TOTAL, `all ${2 * TOTAL} entries at the receiver`, 60_000);
-    const want = fromNode(recv, 'edge-1');
+    const want = receivedFrom(recv, 'edge-1');
     t.is(want.length, TOTAL);
-    const got = fromNode(recv, 'edge-2');
+    const got = receivedFrom(recv, 'edge-2');
     t.is(got.length, TOTAL, 'each entry once');
     // up to four batches are out at once: compared as sets of their JSON
     const wanted = new Set(want.map((e) => JSON.stringify(e)));
