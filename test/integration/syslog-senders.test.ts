@@ -25,13 +25,19 @@ interface Got {
 const parseOut = (lines: readonly string[]): Got[] => lines.filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Got);
 
 /** A node printing JSON entries from one syslog source `in` on `port`. */
+/**
+ * A node: syslog source `in` (its `config` lines) → stdout sink `out`. Over TCP the sink blocks
+ * when full (the source pauses the connection) instead of its default drop: a burst of 2,000 that
+ * the test reads from the pipe more slowly than it comes (a loaded machine) must not lose lines
+ * these tests count. UDP cannot pause, so a UDP node keeps the default.
+ */
 const sourceNode = (port: number, config: string): string => `
 [[pipelines]]
 name = "p"
 [pipelines.flow.format]
 type = "json"
 ${localPluginToml('sources', 'in', 'syslog', port, config)}
-${sinkToml('out', 'stdout')}`;
+${sinkToml('out', 'stdout', config.includes('mode = "udp"') ? '' : 'on_full = "block"')}`;
 
 /** Python's SysLogHandler (facility local4, ident "pyapp: "), `n` messages at levels DEBUG … CRITICAL in turn. */
 const PYTHON_SENDER = `
@@ -176,7 +182,7 @@ test.serial('syslog-ng syslog() over TCP (RFC 5424, octet counted) into framing 
       `all ${total} messages`,
       45_000,
     ),
-    () => `got ${parseOut(node.out).length}; syslog-ng said: ${ng.output.join('')}`,
+    () => `got ${parseOut(node.out).length}; the node counted ${JSON.stringify(latestStatus(node, 'p'))}; syslog-ng said: ${ng.output.join('')}`,
   );
   t.is(got.length, total);
   checkFields(t, got, want);
