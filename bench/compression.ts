@@ -9,7 +9,7 @@
 // the CPU of deflate and inflate per entry, the grounds of the level the links use (GZIP_LEVEL).
 // Goal: gzip ≤ 0.2 × raw at ≥ 0.6 × entries/s; zstd ≤ 0.15 × at ≥ 0.8 ×.
 // Run: npm run build && node dist/bench/compression.js (BENCH_LINES, default 1,000,000;
-// BENCH_LEVELS=0 leaves out the table of levels)
+// BENCH_LEVELS=0 leaves out the table of levels; BENCH_THREADS=1 prints each worker's CPU by thread)
 
 import { readFileSync } from 'node:fs';
 import * as zlib from 'node:zlib';
@@ -63,6 +63,9 @@ async function levelRows(title: string, data: Buffer, lines: number): Promise<st
   const rows: string[][] = [];
   const configs = [1, 2, 3, 4, 6].map((level) => ({ level, memLevel: 8 }));
   configs.splice(1, 0, { level: 1, memLevel: 9 });
+  // one pass untimed first: the first row paid the warm-up (its deflate and inflate read 10–25 %
+  // slower than the same level's second row, memLevel 9, inflate included, which memLevel does not change)
+  await throughStream(zlib.createGunzip({ chunkSize: 256 * 1024 }), await throughStream(zlib.createGzip({ level: 1, chunkSize: 64 * 1024, flush: zlib.constants.Z_SYNC_FLUSH }), data, WRITE_BYTES), 64 * 1024);
   for (const { level, memLevel } of configs) {
     let deflateUs = Infinity;
     let inflateUs = Infinity;
@@ -108,7 +111,8 @@ export async function main(): Promise<void> {
           (r.senderRss / MiB).toFixed(0),
           (r.rss / MiB).toFixed(0),
         ]);
-        console.error(`${input.title} ${codec}: ${rate(r.eps)} entries/s, ${(r.bytesSent / r.bytesRaw).toFixed(3)} × raw`);
+        // BENCH_THREADS=1: each worker's CPU by thread too (deflate and inflate run on libuv's pool, beside the event loop)
+        console.error(`${input.title} ${codec}: ${rate(r.eps)} entries/s, ${(r.bytesSent / r.bytesRaw).toFixed(3)} × raw${process.env.BENCH_THREADS ? `; ${r.cpu}` : ''}`);
       }
       if (!hasZstd()) rows.push([input.title, 'zstd', `n/a: Node.js ${process.version} has no zstd (22.15 or later)`, '', '', '', '', '', '', '']);
     }

@@ -14,8 +14,8 @@ const latin1Of = (buf: Buffer, start: number, end: number): string => (buf as Sl
 
 /**
  * One frame as the reader hands it on: its body is `buf[at..end)` (the kind first). The strings of
- * an ASCII frame are sliced from `text`, the Latin-1 text of `buf[base..limit)`, made once per read
- * when the first such frame needs it (see textOf).
+ * an ASCII frame are sliced from `text`, the Latin-1 text of `buf` from `base` (at most `limit`),
+ * made when the first such frame of a read needs it and once per TEXT_BYTES after (see textOf).
  */
 export interface Frame {
   buf: Buffer;
@@ -129,14 +129,31 @@ export class FrameReader {
   }
 }
 
-/** The Latin-1 text of the frame's read, made on first use. */
-function textOf(f: Frame): string {
-  return (f.text ??= latin1Of(f.buf, f.base, f.limit));
+/**
+ * Most bytes of one Latin-1 text. A read may be far larger (an inflated link's 256 KiB, a whole
+ * http_chain body); a string over V8's regular object size (128 KiB) is made in its large-object
+ * space, which cost a compressed link's receiver 4 × the time of its texts and more collections.
+ */
+const TEXT_BYTES = 64 * 1024;
+
+/**
+ * The Latin-1 text of the frame's read from `f.base`, made on first use and anew (from this
+ * frame's body) once a string ends past it: TEXT_BYTES, or the frame when it is larger.
+ */
+function textOf(f: Frame, to: number): string {
+  let text = f.text;
+  if (text === undefined || to - f.base > text.length) {
+    f.base = f.at;
+    text = f.text = latin1Of(f.buf, f.at, Math.min(f.limit, Math.max(f.end, f.at + TEXT_BYTES)));
+  }
+  return text;
 }
 
 /** `buf[from..to)` as a string: of an ASCII frame a slice of its read's text, else decoded as UTF-8. */
 function stringOf(f: Frame, from: number, to: number, ascii: boolean): string {
-  return ascii ? textOf(f).slice(from - f.base, to - f.base) : (f.buf as SliceReader).utf8Slice(from, to);
+  if (!ascii) return (f.buf as SliceReader).utf8Slice(from, to);
+  const text = textOf(f, to);
+  return text.slice(from - f.base, to - f.base);
 }
 
 /** Where an entry frame's id lies (its length prefix); -1 when it has none or the frame is cut short. */

@@ -87,6 +87,30 @@ test('an entry comes out of a version 2 frame as it comes out of a version 1 lin
   }
 });
 
+test('ASCII frames come out whole from reads far larger than one text (an inflated link, an http_chain body), frames larger than one text too', (t) => {
+  const now = Date.UTC(2025, 5, 6, 7, 8, 9, 10);
+  const ascii = (i: number, n: number) => Array.from({ length: n }, (_, k) => String.fromCharCode(33 + ((i * 7 + k) % 90))).join('');
+  // 3,000 entries of 40–400 ASCII bytes, and every 500th a message of 70–150 KiB
+  const entries: Entry[] = Array.from({ length: 3000 }, (_, i) => {
+    const e: Entry = { time: Date.UTC(2024, 0, 1) + i, source: `/var/log/app-${i % 3}.log`, message: ascii(i, i % 500 === 0 ? 70_000 + i * 27 : 40 + ((i * 131) % 360)), id: `AbC.${i.toString(36)}` };
+    if (i % 4 === 0) e.node = `edge-${i % 5}`;
+    if (i % 9 === 0) e.fields = { k: ascii(i, 20) };
+    return e;
+  });
+  const items = framed(entries);
+  encodeFrames(items, 0, items.length, now, 'p');
+  const bytes = bytesOf(items);
+  t.true(bytes.length > 4 * 256 * 1024);
+  const want = entries.map((e) => viaV1(e, 'edge-1', now));
+  for (const size of [65536, 100_003, 262144, bytes.length]) {
+    const cuts: number[] = [];
+    for (let c = size; c < bytes.length; c += size) cuts.push(c);
+    const { entries: got, ok } = readAll(bytes, cuts, 'edge-1', now);
+    t.true(ok);
+    t.deepEqual(got, want, `reads of ${size} bytes`);
+  }
+});
+
 test('a frame carries the message as its bytes: UTF-8, nothing escaped, smaller than the line', (t) => {
   const e: Entry = { time: Date.UTC(2024, 0, 1), source: 'app.log', level: 'INFO', message: 'GET /x msg="a b" täglich ✓ \\ tab\there', id: 'AbCdEfGhIjKlMnOp.2s' };
   const [item] = framed([e]);
