@@ -18,7 +18,7 @@ import type { PipelinePositions } from '../ipc/messages.js';
 import type { DeadLetterItem, Sink, SinkItem } from '../sinks/types.js';
 import type { Source } from '../sources/types.js';
 import { DoneIds, openTicket } from './acks.js';
-import type { Fanout, SinkRunner } from './fanout.js';
+import { bySinks, type Fanout, type SinkRunner } from './fanout.js';
 import { BuildError, type BuildOptions, type Pipeline } from './pipeline-api.js';
 import { loadPlugins, type Plugins } from './plugins.js';
 import { createRoutedFanout, transformCounters } from './routes.js';
@@ -263,7 +263,7 @@ class AssembledPipeline implements Pipeline {
     // when its window opens the sink only sends (a hop's window is small: 1,000 entries by default)
     if (offered.length > 0) {
       const versions = this.wireVersions();
-      encodeAhead(offered, versions, now, this.cfg.name);
+      encodeAhead(bySinks(offered), versions, now, this.cfg.name);
       // held as frames alone until acknowledged (routes took their look in the fan-out above)
       if (this.framesSuffice && versions === 1 << PROTOCOL_V2) releaseEntries(offered);
     }
