@@ -161,9 +161,10 @@ function balanceFanout(runners: readonly SinkRunner[], hooks: FanoutHooks): Fano
     if (isFull(r) && !r.busy) hooks.pump(r);
     return !isFull(r);
   };
+  const liveWithRoom = (r: SinkRunner) => isLive(r) && hasRoom(r);
   return {
     offer(item) {
-      let i = nextThat((r) => isLive(r) && hasRoom(r));
+      let i = nextThat(liveWithRoom);
       if (i < 0 && !runners.some(isLive)) i = nextThat(hasRoom);
       if (i < 0) i = runners.indexOf(leastLoaded(poolOf(runners)));
       next = (i + 1) % runners.length;
