@@ -59,11 +59,30 @@ export interface FramedItem extends WireItem {
   frameAt: number;
   frameEnd: number;
   frameCompleted: boolean;
+  readonly lineBytes: number;
 }
 
 /** The pipeline's item for an entry when one of its sinks sends chain lines or frames. */
 export function framedItem(entry: Entry, line: string, ticket: Ticket | undefined): FramedItem {
-  return { entry, line, ticket, paths: 0, wireBuf: undefined, wireAt: 0, wireEnd: 0, wireCompleted: false, frameBuf: undefined, frameAt: 0, frameEnd: 0, frameCompleted: false };
+  return { entry, line, ticket, paths: 0, wireBuf: undefined, wireAt: 0, wireEnd: 0, wireCompleted: false, frameBuf: undefined, frameAt: 0, frameEnd: 0, frameCompleted: false, lineBytes: line.length };
+}
+
+/**
+ * Lets go of the entry and line of each framed item (its frame, ticket, paths and lineBytes stay):
+ * for a pipeline whose every sink sends version 2 frames and needs nothing else of an item
+ * (Sink.framesSuffice). An entry is held from its read until the next node acknowledges it; held
+ * as its frame alone (off the JS heap) it costs the garbage collector nothing to keep, where its
+ * strings and objects would be copied at every young collection they live through and then
+ * promoted. A sink that must encode a released item otherwise decodes the entry from its frame
+ * again (restoreEntries, frame-reader.ts).
+ */
+export function releaseEntries(items: readonly FramedItem[]): void {
+  for (const item of items) {
+    if (item.frameBuf === undefined) continue;
+    const open = item as unknown as { entry: Entry | undefined; line: string };
+    open.entry = undefined;
+    open.line = '';
+  }
 }
 
 /** A chain sink's batch: the pipeline made every item with framedItem() (or wireItem(): the frame fields are then added when written). */

@@ -103,6 +103,8 @@ const LOGFMT_LEVEL = /(?:^|\s)(?:level|lvl)=("?)([A-Za-z]+)\1(?=\s|$)/i;
 export function detectLevel(line: string): Level | undefined {
   const word = LEVEL_WORD.exec(line);
   if (word !== null) return WORD_LEVELS[word[0]];
+  // a logfmt pair has its `=`: a line without one is not searched again
+  if (!line.includes('=')) return undefined;
   const kv = LOGFMT_LEVEL.exec(line);
   return kv ? normaliseLevel(kv[2]) : undefined;
 }
@@ -167,14 +169,23 @@ export function parseJsonText(text: string): unknown {
   }
 }
 
-/** Turns one line into an entry: a JSON object becomes structured unless `raw`. */
-export function parseLine(line: string, source: string, now: number, raw: boolean): Entry {
+/**
+ * Turns one line into an entry: a JSON object becomes structured unless `raw`. An `id` given is
+ * the entry's (last key, as if set after): a text line's entry is made whole with it, so it needs
+ * no second step (a key added to an object made without it costs a property store of its own).
+ */
+export function parseLine(line: string, source: string, now: number, raw: boolean, id?: string): Entry {
   if (!raw && line.charCodeAt(0) === 123 /* { */) {
     const obj = parseJsonText(line);
-    if (typeof obj === 'object' && obj !== null && !Array.isArray(obj)) return fromObject(obj as Record<string, unknown>, source, now);
+    if (typeof obj === 'object' && obj !== null && !Array.isArray(obj)) {
+      const entry = fromObject(obj as Record<string, unknown>, source, now);
+      if (id !== undefined) entry.id = id;
+      return entry;
+    }
   }
   const level = detectLevel(line);
-  return level ? { time: now, source, level, message: line } : { time: now, source, message: line };
+  if (id === undefined) return level ? { time: now, source, level, message: line } : { time: now, source, message: line };
+  return level ? { time: now, source, level, message: line, id } : { time: now, source, message: line, id };
 }
 
 /**

@@ -4,7 +4,7 @@
 
 import type { Entry } from './entry.js';
 import { isTime, parseJsonText } from './entry.js';
-import { ASCII, BODY_HEAD_BYTES, FRAME_ENTRY, HAS_FIELDS, HAS_ID, HAS_NODE, KNOWN_FLAGS, LENGTH_BYTES, LEVELS, NEGATIVE_TIME, readLength, readTime } from './entry-frame.js';
+import { ASCII, BODY_HEAD_BYTES, FRAME_ENTRY, type FramedItem, HAS_FIELDS, HAS_ID, HAS_NODE, KNOWN_FLAGS, LENGTH_BYTES, LEVELS, NEGATIVE_TIME, readLength, readTime } from './entry-frame.js';
 
 // ── Decoding ──────────────────────────────────────────────────────────────────────────────────
 
@@ -224,6 +224,21 @@ export function decodeEntryFrame(f: Frame, node: string | undefined, now: number
   if (fields !== undefined) entry.fields = fields as Record<string, unknown>;
   if (id !== undefined) entry.id = id;
   return entry;
+}
+
+/**
+ * Gives the items of `items[from..to)` whose entry releaseEntries let go their entry again, decoded
+ * from their frame (what a version 2 peer would have received): a link that must send them in
+ * version 1 after all (it reconnected to an older peer, or took them over from another link).
+ */
+export function restoreEntries(items: readonly FramedItem[], from: number, to: number, now: number, fallbackSource: string): void {
+  for (let i = from; i < to; i++) {
+    const item = items[i]!;
+    if ((item.entry as Entry | undefined) !== undefined || item.frameBuf === undefined) continue;
+    const f: Frame = { buf: item.frameBuf, at: item.frameAt + LENGTH_BYTES, end: item.frameEnd, base: item.frameAt, limit: item.frameEnd, text: undefined };
+    // a frame this node wrote decodes; the fallback keeps a sink going whatever happens
+    (item as unknown as { entry: Entry }).entry = decodeEntryFrame(f, undefined, now, fallbackSource) ?? { time: now, source: fallbackSource, message: '' };
+  }
 }
 
 /** The report a report frame carries (unchecked: see asNodeReport); undefined when it is no JSON. */

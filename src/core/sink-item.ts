@@ -16,4 +16,12 @@ export interface SinkItem {
    * sink, up to 31), so a broken link's items fail over only to a path that does not hold them.
    */
   paths: number;
+  /**
+   * The formatted line's length (UTF-16 units), kept by an item whose line and entry were let go
+   * once its chain frame was written (releaseEntries, entry-frame.ts); absent: `line.length`.
+   */
+  readonly lineBytes?: number;
 }
+
+/** What an item weighs against `buffer_max_bytes`: its formatted line's length (UTF-16 units, bytes for ASCII). */
+export const itemBytes = (item: SinkItem): number => item.lineBytes ?? item.line.length;

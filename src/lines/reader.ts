@@ -146,10 +146,9 @@ export class LineReader {
     const assembler = this.assembler;
     if (assembler === undefined) {
       const { name, raw } = this.opts;
-      const first = out.length;
-      for (let i = 0; i < lines.length; i++) out.push(parseLine(lines[i]!, name, this.now, raw));
       const prefix = this.idPrefix;
-      if (prefix !== undefined) for (let i = 0; i < lines.length; i++) out[first + i]!.id = prefix + ends[i]!.toString(36);
+      if (prefix === undefined) for (let i = 0; i < lines.length; i++) out.push(parseLine(lines[i]!, name, this.now, raw));
+      else for (let i = 0; i < lines.length; i++) out.push(parseLine(lines[i]!, name, this.now, raw, prefix + ends[i]!.toString(36)));
       return { offset: this.readEnd };
     }
     if (this.makes) assembler.pushMade(lines, ends, this.lineStart, out, this.make, bytes, starts);

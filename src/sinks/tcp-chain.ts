@@ -10,6 +10,8 @@ import { chainBackoff, type ChainSinkConfig, chainSinkConfig, chainSinkFields } 
 import type { PluginSpec } from '../config/spec.js';
 import { defaultNode, helloLine, LineSplitter, parseServerLine, reportLine } from '../chain/protocol.js';
 import { eachRun, encodeFor, type FramedItem, framedItems, PROTOCOL_V2, reportFrame } from '../core/entry-frame.js';
+import { restoreEntries } from '../core/frame-reader.js';
+import { itemBytes } from '../core/sink-item.js';
 import { COMPRESSIONS, type Compression, offeredCodecs, streamCompressor, zstdMissing } from '../chain/compression.js';
 import { settleAll } from '../core/ack.js';
 import { PluginError } from '../core/errors.js';
@@ -108,12 +110,19 @@ export const createTcpChainSink: SinkFactory = (plugin, ctx): Sink => {
     open: () => openLink(),
   });
 
+  /** Gives `list[from..to)` their encoding in the link's version (lines for version 1: from the entry, decoded from the frame when it was let go). */
+  const encode = (list: readonly FramedItem[], from: number, to: number): number => {
+    const now = Date.now();
+    if (version !== PROTOCOL_V2) restoreEntries(list, from, to, now, ctx.pipeline);
+    return encodeFor(version, list, from, to, now, ctx.pipeline);
+  };
+
   const onAck = (n: number) => {
     const delta = Math.min(n - lastAck, sent);
     if (delta <= 0) return;
     lastAck = n;
     settleAll(items, head, head + delta);
-    for (let i = head; i < head + delta; i++) heldBytes -= items[i]!.line.length;
+    for (let i = head; i < head + delta; i++) heldBytes -= itemBytes(items[i]!);
     head += delta;
     sent -= delta;
     if (head === items.length) {
@@ -134,7 +143,7 @@ export const createTcpChainSink: SinkFactory = (plugin, ctx): Sink => {
     const s = socket;
     let fits = true;
     // written ahead in the link's version, unless the link changed version since (a resend)
-    encodeFor(version, items, from, items.length, Date.now(), ctx.pipeline);
+    encode(items, from, items.length);
     const z = compressor;
     if (z) {
       // one write into the compressor, flushed with it (one deflate pass): the source gets every
@@ -267,6 +276,7 @@ export const createTcpChainSink: SinkFactory = (plugin, ctx): Sink => {
     settles: true,
     carriesIds: true,
     sendsWire: true,
+    framesSuffice: true,
     wireVersion: () => version,
     linkUp: () => loop.state === 'ready',
     linkDown: () => down,
@@ -277,10 +287,10 @@ export const createTcpChainSink: SinkFactory = (plugin, ctx): Sink => {
     },
     write(batch) {
       const wired = framedItems(batch);
-      counters.synthesized += encodeFor(version, wired, 0, wired.length, Date.now(), ctx.pipeline);
+      counters.synthesized += encode(wired, 0, wired.length);
       for (const item of wired) {
         items.push(item);
-        heldBytes += item.line.length;
+        heldBytes += itemBytes(item);
       }
       counters.unacked = held();
       if (loop.state === 'ready') sendPending();

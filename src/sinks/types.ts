@@ -63,6 +63,12 @@ export interface Sink {
   readonly sendsWire?: boolean;
   /** With sendsWire: the chain protocol version it sends in now, 1 (lines, when absent) or 2 (frames, `encodeFrames`). */
   wireVersion?(): number;
+  /**
+   * With sendsWire: an item framed in version 2 is all the sink needs (its frame, ticket, paths and
+   * `lineBytes`; for version 1 it decodes the entry from the frame): a pipeline whose every sink
+   * says so lets go of the entries once framed (releaseEntries, core/entry-frame.ts).
+   */
+  readonly framesSuffice?: boolean;
   /** For `fanout = "any"` and `"balance"`: false while the link is not up (the sink then skips entries). */
   linkUp?(): boolean;
   /**

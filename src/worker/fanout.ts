@@ -161,9 +161,10 @@ function balanceFanout(runners: readonly SinkRunner[], hooks: FanoutHooks): Fano
     if (isFull(r) && !r.busy) hooks.pump(r);
     return !isFull(r);
   };
+  const liveWithRoom = (r: SinkRunner) => isLive(r) && hasRoom(r);
   return {
     offer(item) {
-      let i = nextThat((r) => isLive(r) && hasRoom(r));
+      let i = nextThat(liveWithRoom);
       if (i < 0 && !runners.some(isLive)) i = nextThat(hasRoom);
       if (i < 0) i = runners.indexOf(leastLoaded(poolOf(runners)));
       next = (i + 1) % runners.length;
@@ -220,4 +221,21 @@ function failOver(runners: readonly SinkRunner[], hooks: FanoutHooks, from: Sink
   from.counters.failed_over! += moved;
   for (const r of live) hooks.pump(r);
   return true;
+}
+
+/**
+ * `items` (stable) with the items the same sinks took next to each other: under `balance`, which
+ * hands consecutive entries to different sinks, each sink's frames are then written one after
+ * another and its batch goes out as one run of bytes (one socket write), not one write per entry.
+ */
+export function bySinks<T extends SinkItem>(items: T[]): T[] {
+  const first = items[0]!.paths;
+  let i = 1;
+  while (i < items.length && items[i]!.paths === first) i++;
+  if (i === items.length) return items;
+  const keys: number[] = [];
+  for (const item of items) if (!keys.includes(item.paths)) keys.push(item.paths);
+  const out: T[] = [];
+  for (const key of keys) for (const item of items) if (item.paths === key) out.push(item);
+  return out;
 }

@@ -3,13 +3,14 @@
 // lives in fanout.ts, acknowledgement tickets in acks.ts; this file assembles them into one object.
 
 import type { PipelineConfig } from '../config/schema.js';
-import { encodeAhead, type FramedItem, framedItem } from '../core/entry-frame.js';
+import { encodeAhead, type FramedItem, framedItem, PROTOCOL_V2, releaseEntries } from '../core/entry-frame.js';
 import { settle, settleAll } from '../core/ack.js';
 import type { Counters, PipelineCounters } from '../core/counters.js';
 import type { Entry } from '../core/entry.js';
 import { errorMessage, errorMessages } from '../core/errors.js';
 import type { NodeReport } from '../core/node-report.js';
 import { BoundedQueue } from '../core/queue.js';
+import { itemBytes } from '../core/sink-item.js';
 import { IdSequence } from '../core/ids.js';
 import type { DedupWindow } from '../flow/dedup.js';
 import { createFlow, type Flow } from '../flow/index.js';
@@ -17,7 +18,7 @@ import type { PipelinePositions } from '../ipc/messages.js';
 import type { DeadLetterItem, Sink, SinkItem } from '../sinks/types.js';
 import type { Source } from '../sources/types.js';
 import { DoneIds, openTicket } from './acks.js';
-import type { Fanout, SinkRunner } from './fanout.js';
+import { bySinks, type Fanout, type SinkRunner } from './fanout.js';
 import { BuildError, type BuildOptions, type Pipeline } from './pipeline-api.js';
 import { loadPlugins, type Plugins } from './plugins.js';
 import { createRoutedFanout, transformCounters } from './routes.js';
@@ -25,8 +26,6 @@ import { createRoutedFanout, transformCounters } from './routes.js';
 /** While the sources are paused, how often the pipeline looks again at which full sinks block, ms. */
 const SATURATION_RECHECK_MS = 200;
 
-/** What an item weighs against `buffer_max_bytes`: its formatted line (UTF-16 units, bytes for ASCII). */
-const lineBytes = (item: SinkItem): number => item.line.length;
 
 /** Most entries handed to one sink write. */
 const MAX_BATCH = 1024;
@@ -49,6 +48,8 @@ class AssembledPipeline implements Pipeline {
   private readonly journal: DoneIds | undefined;
   /** a sink sends chain lines: the pipeline writes them ahead (see emitBatch) */
   private readonly wireAhead: boolean;
+  /** every sink needs no more of an item than its version 2 frame, and none has a dead letter sink: entries are let go once framed */
+  private readonly framesSuffice: boolean;
   private saturated = false;
   private paused = false;
   private stopping = false;
@@ -83,6 +84,7 @@ class AssembledPipeline implements Pipeline {
       },
     }, { counters: this.pipelineCounters });
     this.wireAhead = this.runners.some((r) => r.sink.sendsWire);
+    this.framesSuffice = this.runners.length > 0 && this.runners.every((r) => r.sink.framesSuffice === true) && cfg.plugin_sinks.every((s) => s.dead_letter === undefined);
     this.buildSources();
     this.sinks = this.runners.map((r) => r.sink);
   }
@@ -112,7 +114,7 @@ class AssembledPipeline implements Pipeline {
         ref.sink = sink;
         const counters: Counters = { total_processed: 0, dropped_queue_full: 0, dropped_link_down: 0, abandoned: 0 };
         if (deadLetterId !== undefined) counters.dead_lettered = 0;
-        this.runners.push({ sink, queue: new BoundedQueue<SinkItem>(sink.bufferSize, sink.bufferMaxBytes, lineBytes, sink.heldBytes ? () => sink.heldBytes!() : undefined), counters, busy: false, slot: this.runners.length });
+        this.runners.push({ sink, queue: new BoundedQueue<SinkItem>(sink.bufferSize, sink.bufferMaxBytes, itemBytes, sink.heldBytes ? () => sink.heldBytes!() : undefined), counters, busy: false, slot: this.runners.length });
         if (!opts.checkOnly) opts.log.info({ pipeline: cfg.name, plugin: plugin.id, type: plugin.type }, 'Created sink instance');
       } catch (err) {
         this.errors.push(...errorMessages(err));
@@ -259,7 +261,12 @@ class AssembledPipeline implements Pipeline {
     }
     // Chain lines are written now, while the link may still wait for acknowledgements, so that
     // when its window opens the sink only sends (a hop's window is small: 1,000 entries by default)
-    if (offered.length > 0) encodeAhead(offered, this.wireVersions(), now, this.cfg.name);
+    if (offered.length > 0) {
+      const versions = this.wireVersions();
+      encodeAhead(bySinks(offered), versions, now, this.cfg.name);
+      // held as frames alone until acknowledged (routes took their look in the fan-out above)
+      if (this.framesSuffice && versions === 1 << PROTOCOL_V2) releaseEntries(offered);
+    }
     settle(ticket);
     this.updateSaturation();
     if (!this.pumpScheduled) {

@@ -75,8 +75,9 @@ export async function sendReports(link: RawLink, reports: readonly Record<string
 /**
  * A chain source as a node before reports existed: answers any hello `{"ok":1}` (ignoring an
  * offer), acknowledges every line as an entry, and keeps what it was sent after the hello.
+ * Listens on `port` (default: a free one).
  */
-export async function oldChainSource(): Promise<{ server: Server; port: number; hellos: string[]; lines: string[]; close(): Promise<void> }> {
+export async function oldChainSource(port = 0): Promise<{ server: Server; port: number; hellos: string[]; lines: string[]; close(): Promise<void> }> {
   const hellos: string[] = [];
   const lines: string[] = [];
   const sockets = new Set<Socket>();
@@ -107,12 +108,11 @@ export async function oldChainSource(): Promise<{ server: Server; port: number; 
       if (acked) socket.write(`{"ack":${n}}\n`);
     });
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
   const address = server.address();
-  const port = typeof address === 'object' && address ? address.port : 0;
   return {
     server,
-    port,
+    port: typeof address === 'object' && address ? address.port : 0,
     hellos,
     lines,
     close: () =>

@@ -82,6 +82,29 @@ test.serial('a new sink against a source that predates version 2 (it answers {"o
   t.is((await waitFor(() => linkUp(send), 'Chain link up')).protocol, 1);
 });
 
+test.serial('entries framed in version 2 ahead of the first link (held as frames alone) reach a source that predates version 2 as JSON lines, whole', async (t) => {
+  t.timeout(60_000);
+  const f = fleet(t);
+  const port = await freePort();
+  // nothing listens yet: the sink offers version 2, so the pipeline frames what it reads in it
+  // and keeps the frames alone (every sink of the pipeline is a tcp_chain sink)
+  const send = f.start('edge', `${SENDER_HEAD}${chainSinkToml('out', 'tcp_chain', port, 'edge', QUICK_BACKOFF)}`, ['--logging.level=debug'], true);
+  await waitFor(() => send.records.find((r) => r.msg === 'Chain link cannot connect, retrying'), 'the link down at start');
+  await feedWithin60s(send.child.stdin!, 100, 100, 0);
+  await waitFor(() => Number(latestStatus(send, 'send')?.['sinks.out.unacked']) === 100 || Number(latestStatus(send, 'send')?.['sources.stdin.total_entries']) === 100, 'the 100 entries read and held');
+  const old = await oldChainSource(port);
+  t.teardown(() => old.close());
+  await waitFor(() => old.lines.length >= 100, 'the 100 entries at the old source');
+  t.is((await waitFor(() => linkUp(send), 'Chain link up')).protocol, 1);
+  const entries = old.lines.map((l) => JSON.parse(l) as { message: string; id?: string; source?: string; time?: string });
+  t.deepEqual(
+    entries.map((e) => e.message),
+    Array.from({ length: 100 }, (_, i) => `entry ${String(i).padStart(6, '0')}`),
+  );
+  t.true(entries.every((e) => typeof e.id === 'string' && e.source === 'stdin' && typeof e.time === 'string'), 'each with its id, source and time');
+  t.is(new Set(entries.map((e) => e.id)).size, 100, 'ids kept, one per entry');
+});
+
 /** Frames of `entries` as a version 2 sink writes them. */
 function framesOf(entries: readonly { message: string; id?: string }[]): Buffer {
   const items = entries.map((e) => framedItem({ time: Date.UTC(2026, 0, 1), source: 'raw', ...e }, '', undefined));

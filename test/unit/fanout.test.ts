@@ -6,7 +6,8 @@ import test from 'ava';
 import { settle as settleTicket, type Ticket } from '../../src/core/ack.js';
 import { BoundedQueue, type OnFull } from '../../src/core/queue.js';
 import type { SinkItem } from '../../src/sinks/types.js';
-import { createFanout, type SinkRunner } from '../../src/worker/fanout.js';
+import { eachRun, encodeFrames, framedItem, framedItems, PROTOCOL_V2 } from '../../src/core/entry-frame.js';
+import { bySinks, createFanout, type SinkRunner } from '../../src/worker/fanout.js';
 
 function runner(id: string, bufferSize: number, onFull: OnFull = 'drop', live = () => true): SinkRunner {
   return {
@@ -233,4 +234,28 @@ test('balance: a broken link hands its unacknowledged items and its queue to a l
   t.is(ticket.pending, 4);
   for (const it of b.queue.take(4)) settleTicket(it.ticket);
   t.is(ticket.pending, 0);
+});
+
+test('balance: the frames of the entries one sink took from a batch are written next to each other, so its batch is one run (one write)', (t) => {
+  const a = runner('a', 100);
+  const b = runner('b', 100);
+  const f = createFanout('balance', [a, b], { pump: () => {}, dropped: () => t.fail('balance never drops') });
+  const items = Array.from({ length: 10 }, (_, i) => framedItem({ time: 0, source: 's', message: `m${i}` }, `m${i}`, undefined));
+  for (const it of items) f.offer(it);
+  const grouped = bySinks(items);
+  t.deepEqual(
+    grouped.map((x) => x.entry.message),
+    ['m0', 'm2', 'm4', 'm6', 'm8', 'm1', 'm3', 'm5', 'm7', 'm9'],
+    "each sink's items together, each in its order",
+  );
+  encodeFrames(grouped, 0, grouped.length, 0, 'p');
+  for (const r of [a, b]) {
+    const taken = r.queue.take(100);
+    let runs = 0;
+    eachRun(PROTOCOL_V2, framedItems(taken), 0, taken.length, () => runs++);
+    t.is(runs, 1, `sink ${r.sink.id}: its 5 frames in one run`);
+  }
+  t.is(bySinks(items.slice(0, 1)).length, 1);
+  const same = items.map((x) => ({ ...x, paths: 1 }));
+  t.is(bySinks(same), same, 'all taken by the same sinks: the batch as it is');
 });
