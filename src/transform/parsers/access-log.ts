@@ -40,9 +40,12 @@ let status = '';
 let bytes = '';
 let referrer = '';
 let agent = '';
+/** client, user, method and path hold no `"` (scan knows it: their JSON is themselves quoted) */
+let headQuoteFree = false;
 
 /** The parts of the pattern's match into the module's state. */
 function fromMatch(m: RegExpExecArray, combined: boolean): void {
+  headQuoteFree = false;
   client = m[1]!;
   user = m[2]!;
   timeText = m[3]!;
@@ -90,8 +93,11 @@ function scan(s: string, combined: boolean): number {
   const f = s.indexOf(' ', e + 1);
   const pathEnd = f < 0 ? s.length : f;
   if (pathEnd === e + 1) return NO_MATCH;
-  const quote = s.indexOf('"', e + 1);
+  // the first `"` after the method's: in the method, in the path, or the one closing the request
+  const quote = s.indexOf('"', d + 3);
   if (quote >= 0 && quote < pathEnd) return ASK_PATTERN;
+  // nor before the method's (the time's brackets could hold one)
+  headQuoteFree = s.indexOf('"') === d + 2;
   // without a `"` in the path, ` ([^"]*)"` must follow it whole: the path cannot end sooner
   if (f < 0 || quote < 0) return NO_MATCH;
   // " (\d{3}) (\d+|-)
@@ -134,14 +140,14 @@ function parseAccess(combined: boolean, plain: boolean): Parsed | undefined {
   const time = readClfTime(timeText);
   if (time === undefined) return undefined;
   const fields: Record<string, unknown> = { client };
-  let json = `{"client":${partJson(client, plain, false)}`;
+  let json = `{"client":${partJson(client, plain, headQuoteFree)}`;
   if (user !== '-') {
     fields.user = user;
-    json += `,"user":${partJson(user, plain, false)}`;
+    json += `,"user":${partJson(user, plain, headQuoteFree)}`;
   }
   fields.method = method;
   fields.path = path;
-  json += `,"method":${partJson(method, plain, false)},"path":${partJson(path, plain, false)}`;
+  json += `,"method":${partJson(method, plain, headQuoteFree)},"path":${partJson(path, plain, headQuoteFree)}`;
   if (protocol !== undefined && protocol !== '') {
     fields.protocol = protocol;
     json += `,"protocol":${partJson(protocol, plain, true)}`;
