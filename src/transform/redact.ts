@@ -26,8 +26,8 @@ export function luhn(digits: string): boolean {
 
 interface Rule {
   readonly re: RegExp;
-  /** the part of a match to keep in front of the replacement (`Bearer `) */
-  readonly keepGroup?: number;
+  /** the match's first group is kept in front of the replacement (`Bearer `) */
+  readonly keepsFirstGroup?: true;
   /** a match that this says no to is left as it is (a card number that fails Luhn) */
   readonly accept?: (match: string) => boolean;
   /** text without this cannot match: the pattern is not run on it */
@@ -64,7 +64,7 @@ const PRESETS: Readonly<Record<RedactPreset, Rule>> = {
   // 13–19 digits, single spaces or dashes between them, not inside a longer run of digits
   credit_card: { re: /(?<![\d-])\d(?:[ -]?\d){12,18}(?![\d])/g, accept: (m) => luhn(m.replace(/[ -]/g, '')), possible: hasCardRun },
   jwt: { re: /\beyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*/g, needs: 'eyJ' },
-  bearer_token: { re: /\b(Bearer\s+)[A-Za-z0-9\-._~+/]+=*/gi, keepGroup: 1 },
+  bearer_token: { re: /\b(Bearer\s+)[A-Za-z0-9\-._~+/]+=*/gi, keepsFirstGroup: true },
   aws_access_key: { re: /\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[A-Z0-9]{16}\b/g },
   // the look-behind starts a match only where a run of address characters starts: without it a
   // long run is scanned again from each of its characters
@@ -129,12 +129,13 @@ export function createRedactStep(cfg: RedactConfig, ctx: StepContext): Step {
   // what a match becomes is printable ASCII without `\`: a text known to be such (Entry.quotedAscii) stays such
   const keepsQuotedAscii = cfg.hash || QUOTED_ASCII.test(replacement);
   const masked = cfg.hash ? (m: string) => `sha256:${createHash('sha256').update(salt + m).digest('hex').slice(0, 16)}` : () => replacement;
-  // one replacer per rule, made once: the per-entry path allocates no closure
-  const replacers = rules.map((rule) => (match: string, ...groups: unknown[]): string => {
+  // one replacer per rule, made once: the per-entry path allocates no closure, nor an array of
+  // the groups (a replace passes the first group, or the offset, second: read only when kept)
+  const replacers = rules.map((rule) => (match: string, first?: unknown): string => {
     if (match === '' || (rule.accept && !rule.accept(match))) return match;
     counters.redacted++;
-    if (rule.keepGroup !== undefined) {
-      const kept = groups[rule.keepGroup - 1] as string;
+    if (rule.keepsFirstGroup === true) {
+      const kept = first as string;
       return kept + masked(match.slice(kept.length));
     }
     return masked(match);

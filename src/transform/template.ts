@@ -20,6 +20,12 @@ export class TemplateError extends Error {
 /** True when `text` has a `{{` part (a constant string needs no per-entry work). */
 export const isTemplate = (text: string): boolean => text.includes('{{');
 
+/** What no getter gives: a template's last value before its first entry. */
+const missing = Symbol('missing');
+
+/** A value whose text cannot change while it stays the same value (an object's can: it may be changed in place). */
+const isPrimitive = (v: unknown): boolean => typeof v !== 'object' || v === null;
+
 /** Compiles `text`; throws TemplateError. */
 export function compileTemplate(text: string): Template {
   const literals: string[] = [];
@@ -54,11 +60,35 @@ export function compileTemplate(text: string): Template {
   if (getters.length === 1) {
     const [head] = literals as [string];
     const [get] = getters as [Getter];
-    return (e) => head + textOf(get(e)) + tail;
+    // the last value and its text: entries in a row mostly give the same (a method, a source),
+    // and the same string back lets a `set` step reuse its JSON (compared by identity, no copy)
+    let lastValue: unknown = missing;
+    let lastText = '';
+    return (e) => {
+      const v = get(e);
+      if (v === lastValue && isPrimitive(v)) return lastText;
+      lastValue = v;
+      return (lastText = head + textOf(v) + tail);
+    };
   }
+  const n = getters.length;
+  const lastValues: unknown[] = Array.from({ length: n }, () => missing);
+  const values: unknown[] = Array.from({ length: n }, () => undefined);
+  let lastText = '';
   return (e) => {
+    let same = true;
+    for (let k = 0; k < n; k++) {
+      const v = getters[k]!(e);
+      values[k] = v;
+      if (same && (v !== lastValues[k] || !isPrimitive(v))) same = false;
+    }
+    if (same) return lastText;
     let s = '';
-    for (let k = 0; k < getters.length; k++) s += literals[k]! + textOf(getters[k]!(e));
-    return s + tail;
+    for (let k = 0; k < n; k++) {
+      const v = values[k];
+      lastValues[k] = v;
+      s += literals[k]! + textOf(v);
+    }
+    return (lastText = s + tail);
   };
 }

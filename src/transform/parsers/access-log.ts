@@ -26,43 +26,143 @@ function digitsJson(d: string): string {
   return d.length <= 15 && (d.length === 1 || d.charCodeAt(0) !== 48) ? d : primitiveJson(Number(d))!;
 }
 
-function parseAccess(m: RegExpExecArray, text: string, combined: boolean): Parsed | undefined {
-  const time = readClfTime(m[3]!);
+/**
+ * The parts of a line (the patterns' groups, in order), with `plain`: the line is printable ASCII
+ * without `\` (QUOTED_ASCII). Module state, not an array per line: parseAccess reads them at once.
+ */
+let client = '';
+let user = '';
+let timeText = '';
+let method = '';
+let path = '';
+let protocol: string | undefined;
+let status = '';
+let bytes = '';
+let referrer = '';
+let agent = '';
+/** client, user, method and path hold no `"` (scan knows it: their JSON is themselves quoted) */
+let headQuoteFree = false;
+
+/** The parts of the pattern's match into the module's state. */
+function fromMatch(m: RegExpExecArray, combined: boolean): void {
+  headQuoteFree = false;
+  client = m[1]!;
+  user = m[2]!;
+  timeText = m[3]!;
+  method = m[4]!;
+  path = m[5]!;
+  protocol = m[6];
+  status = m[7]!;
+  bytes = m[8]!;
+  if (combined) {
+    referrer = m[9]!;
+    agent = m[10]!;
+  }
+}
+
+const isDigit = (c: number): boolean => c >= 48 && c <= 57;
+
+/** What scan says of a line: its parts are read, it does not match, or only the pattern can tell. */
+const MATCHED = 1;
+const NO_MATCH = 0;
+const ASK_PATTERN = -1;
+
+/**
+ * The pattern's match of a printable ASCII line without `\`, read by indexOf instead of the
+ * regular expression (whose match array and scan cost a third of the parse). In such a line `\S`
+ * is any character but a space and `\s` a space, and every part but the path is forced: each
+ * greedy run ends where the next character of the pattern must stand. The path (`(\S+)` before
+ * an optional ` protocol` and a `"`) can give back characters up to a `"` within it: a path
+ * with a `"` is left to the pattern, so a line read here is matched as the pattern matches it
+ * (a property test holds the two to each other).
+ */
+function scan(s: string, combined: boolean): number {
+  // ^(\S+) \S+ (\S+) \[
+  const a = s.indexOf(' ');
+  if (a <= 0) return NO_MATCH;
+  const b = s.indexOf(' ', a + 1);
+  if (b <= a + 1) return NO_MATCH;
+  const c = s.indexOf(' ', b + 1);
+  if (c <= b + 1 || s.charCodeAt(c + 1) !== 91 /* [ */) return NO_MATCH;
+  // ([^\]]+)\] "
+  const d = s.indexOf(']', c + 2);
+  if (d <= c + 2 || s.charCodeAt(d + 1) !== 32 || s.charCodeAt(d + 2) !== 34 /* " */) return NO_MATCH;
+  // (\S+) (\S+)
+  const e = s.indexOf(' ', d + 3);
+  if (e <= d + 3) return NO_MATCH;
+  const f = s.indexOf(' ', e + 1);
+  const pathEnd = f < 0 ? s.length : f;
+  if (pathEnd === e + 1) return NO_MATCH;
+  // the first `"` after the method's: in the method, in the path, or the one closing the request
+  const quote = s.indexOf('"', d + 3);
+  if (quote >= 0 && quote < pathEnd) return ASK_PATTERN;
+  // nor before the method's (the time's brackets could hold one)
+  headQuoteFree = s.indexOf('"') === d + 2;
+  // without a `"` in the path, ` ([^"]*)"` must follow it whole: the path cannot end sooner
+  if (f < 0 || quote < 0) return NO_MATCH;
+  // " (\d{3}) (\d+|-)
+  let k = quote + 1;
+  if (s.charCodeAt(k) !== 32 || !isDigit(s.charCodeAt(k + 1)) || !isDigit(s.charCodeAt(k + 2)) || !isDigit(s.charCodeAt(k + 3)) || s.charCodeAt(k + 4) !== 32) return NO_MATCH;
+  const bytesAt = k + 5;
+  k = bytesAt;
+  if (isDigit(s.charCodeAt(k))) {
+    // k only grows, bounded by the length of s
+    while (isDigit(s.charCodeAt(k))) k++;
+  } else if (s.charCodeAt(k) === 45 /* - */) k++;
+  else return NO_MATCH;
+  let r = 0;
+  let g = 0;
+  if (combined) {
+    // "([^"]*)" "([^"]*)"
+    if (s.charCodeAt(k) !== 32 || s.charCodeAt(k + 1) !== 34) return NO_MATCH;
+    r = s.indexOf('"', k + 2);
+    if (r < 0 || s.charCodeAt(r + 1) !== 32 || s.charCodeAt(r + 2) !== 34) return NO_MATCH;
+    g = s.indexOf('"', r + 3);
+    if (g < 0) return NO_MATCH;
+  } else if (k !== s.length && s.charCodeAt(k) !== 32) return NO_MATCH; // (?:$|\s)
+  client = s.slice(0, a);
+  user = s.slice(b + 1, c);
+  timeText = s.slice(c + 2, d);
+  method = s.slice(d + 3, e);
+  path = s.slice(e + 1, f);
+  protocol = s.slice(f + 1, quote);
+  status = s.slice(quote + 2, quote + 5);
+  bytes = s.slice(bytesAt, k);
+  if (combined) {
+    referrer = s.slice(k + 2, r);
+    agent = s.slice(r + 3, g);
+  }
+  return MATCHED;
+}
+
+/** The fields of the parts read (module state) of `text`; undefined when its time is none. */
+function parseAccess(combined: boolean, plain: boolean): Parsed | undefined {
+  const time = readClfTime(timeText);
   if (time === undefined) return undefined;
-  const plain = QUOTED_ASCII.test(text);
-  const client = m[1]!;
   const fields: Record<string, unknown> = { client };
-  let json = `{"client":${partJson(client, plain, false)}`;
-  const user = m[2]!;
+  let json = `{"client":${partJson(client, plain, headQuoteFree)}`;
   if (user !== '-') {
     fields.user = user;
-    json += `,"user":${partJson(user, plain, false)}`;
+    json += `,"user":${partJson(user, plain, headQuoteFree)}`;
   }
-  const method = m[4]!;
-  const path = m[5]!;
   fields.method = method;
   fields.path = path;
-  json += `,"method":${partJson(method, plain, false)},"path":${partJson(path, plain, false)}`;
-  const protocol = m[6];
+  json += `,"method":${partJson(method, plain, headQuoteFree)},"path":${partJson(path, plain, headQuoteFree)}`;
   if (protocol !== undefined && protocol !== '') {
     fields.protocol = protocol;
     json += `,"protocol":${partJson(protocol, plain, true)}`;
   }
-  const status = m[7]!;
   fields.status = Number(status);
   json += `,"status":${digitsJson(status)}`;
-  const bytes = m[8]!;
   if (bytes !== '-') {
     fields.bytes = Number(bytes);
     json += `,"bytes":${digitsJson(bytes)}`;
   }
   if (combined) {
-    const referrer = m[9]!;
     if (referrer !== '-') {
       fields.referrer = referrer;
       json += `,"referrer":${partJson(referrer, plain, true)}`;
     }
-    const agent = m[10]!;
     if (agent !== '-') {
       fields.user_agent = agent;
       json += `,"user_agent":${partJson(agent, plain, true)}`;
@@ -71,12 +171,31 @@ function parseAccess(m: RegExpExecArray, text: string, combined: boolean): Parse
   return { fields, time, promote: false, text: json, quotedAscii: plain };
 }
 
+/** A line read by its pattern alone: what parseAccessLine gives, the way it was first written (the property test's reference). */
+export function parseAccessByPattern(text: string, combined: boolean): Parsed | undefined {
+  const m = (combined ? COMBINED_LINE : COMMON_LINE).exec(text);
+  if (m === null) return undefined;
+  fromMatch(m, combined);
+  return parseAccess(combined, QUOTED_ASCII.test(text));
+}
+
+/** A line read by scan when it is printable ASCII without `\`, else (or when scan cannot tell) by its pattern. */
+export function parseAccessLine(text: string, combined: boolean): Parsed | undefined {
+  if (!QUOTED_ASCII.test(text)) return parseAccessByPattern(text, combined);
+  const read = scan(text, combined);
+  if (read === NO_MATCH) return undefined;
+  if (read === ASK_PATTERN) {
+    const m = (combined ? COMBINED_LINE : COMMON_LINE).exec(text);
+    if (m === null) return undefined;
+    fromMatch(m, combined);
+  }
+  return parseAccess(combined, true);
+}
+
 export function parseNginxCombined(text: string): Parsed | undefined {
-  const m = COMBINED_LINE.exec(text);
-  return m ? parseAccess(m, text, true) : undefined;
+  return parseAccessLine(text, true);
 }
 
 export function parseApacheCommon(text: string): Parsed | undefined {
-  const m = COMMON_LINE.exec(text);
-  return m ? parseAccess(m, text, false) : undefined;
+  return parseAccessLine(text, false);
 }
