@@ -48,8 +48,8 @@ let scratch = Buffer.allocUnsafe(64 * 1024) as Buffer & { latin1Slice(start: num
  * `ids` (none with a `\n`) as a chunk's text with prefixes, the first whole: a string of its own,
  * never a slice of an id's line. Written as Latin-1 bytes and read back as one string: a string per
  * id (its `.` and tail, then the join) was a third of what a collector's journal of done ids cost
- * per line (acks.ts). The shared prefix is compared with the previous id's, kept as a string only
- * when it changes (a file's ids share it for a whole batch). Same text as joinIdsSlowly.
+ * per line (acks.ts). The shared prefix is compared with the bytes of the last id written whole (a
+ * file's ids share it for a whole batch). Same text as joinIdsSlowly.
  */
 export function joinIds(ids: readonly string[]): string {
   return tryJoinIds(ids) ?? joinIdsSlowly(ids);
@@ -62,24 +62,35 @@ export function tryJoinIds(ids: readonly string[]): string | undefined {
   if (need > scratch.length) scratch = Buffer.allocUnsafe(Math.max(need, scratch.length * 2)) as typeof scratch;
   const buf = scratch;
   let at = 0;
-  /** the previous id's text up to its last `.` (its length: `cut`); '' when it has none */
-  let prefix = '';
+  // the last id written whole starts at buf[prefixAt]; its prefix, up to its last `.`, is `cut` long (0: none)
+  let prefixAt = 0;
   let cut = 0;
   for (let i = 0; i < ids.length; i++) {
     const id = ids[i]!;
+    const n = id.length;
     if (i > 0) buf[at++] = 10;
-    const dot = id.lastIndexOf('.');
+    // the last `.` (lastIndexOf is a call into the runtime: slower than this loop)
+    let dot = n - 1;
+    while (dot >= 0 && id.charCodeAt(dot) !== 0x2e) dot--;
     let from = 0;
-    if (cut > 0 && dot === cut - 1 && id.startsWith(prefix)) {
-      // shares the previous id's prefix (which stays the same): `.` and the rest
-      buf[at++] = 0x2e;
+    if (cut > 0 && dot === cut - 1) {
       from = cut;
-    } else {
-      if (id.charCodeAt(0) === 0x2e) buf[at++] = 0x2e;
-      cut = dot + 1;
-      prefix = cut > 0 ? id.slice(0, cut) : '';
+      for (let k = 0; k < cut; k++) {
+        if (id.charCodeAt(k) !== buf[prefixAt + k]) {
+          from = 0;
+          break;
+        }
+      }
     }
-    for (let k = from; k < id.length; k++) {
+    if (from > 0) {
+      // shares the last whole id's prefix: `.` and the rest
+      buf[at++] = 0x2e;
+    } else {
+      if (n > 0 && id.charCodeAt(0) === 0x2e) buf[at++] = 0x2e;
+      prefixAt = at;
+      cut = dot + 1;
+    }
+    for (let k = from; k < n; k++) {
       const c = id.charCodeAt(k);
       if (c === 10) return undefined;
       if (c > 0xff) return ids.some((x) => x.includes('\n')) ? undefined : joinIdsSlowly(ids);
