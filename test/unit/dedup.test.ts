@@ -246,3 +246,26 @@ test('joinIds writes the same text as a string per id joined (joinIdsSlowly), fo
   const many = Array.from({ length: 5000 }, (_, i) => `BiW5ZzqOgmcMuTfI.${(i * 198).toString(36)}${'x'.repeat(i % 30)}`);
   t.is(joinIds(many), joinIdsSlowly(many));
 });
+
+test('the window answers as a list of the last window_entries new ids would, for ids of any length and characters', (t) => {
+  // a small alphabet and window, so ids repeat inside and outside it; long ids and wide characters
+  // are kept apart from the byte store
+  const char = fc.constantFrom('a', 'b', '.', '\u00e9', '\u0100', '\ud83d');
+  const id = fc.oneof(fc.array(char, { maxLength: 3 }).map((cs) => cs.join('')), fc.constantFrom('L'.repeat(32), 'L'.repeat(33), `${'L'.repeat(31)}\u0100`));
+  fc.assert(
+    fc.property(fc.integer({ min: 1, max: 6 }), fc.array(id, { maxLength: 60 }), (size, ids) => {
+      const d = new DedupSet(size, 60_000);
+      const list: string[] = [];
+      for (const x of ids) {
+        const dup = list.includes(x);
+        t.is(d.has(x, T0), dup);
+        t.is(d.check(x, T0), dup);
+        if (!dup) {
+          list.push(x);
+          if (list.length > size) list.shift();
+        }
+      }
+    }),
+    { numRuns: 1000 },
+  );
+});
