@@ -200,9 +200,15 @@ export function decodeEntryFrame(f: Frame, node: string | undefined, now: number
     if (typeof fields !== 'object' || fields === null || Array.isArray(fields)) return undefined;
   }
   if (at < 0) return undefined;
-  const entry: Entry = { time: isTime(t) ? t : now, source: source === '' ? fallbackSource : source, message: stringOf(f, at, end, ascii) };
-  if (entryNode) entry.node = entryNode;
+  const time = isTime(t) ? t : now;
+  const entrySource = source === '' ? fallbackSource : source;
+  const message = stringOf(f, at, end, ascii);
   const level = LEVELS[levelCode];
+  // a relayed line's usual shape made at once, keys in the order below: each key added after the
+  // literal's own went to a properties array of its own, one more allocation per entry
+  if (entryNode && !level && fields === undefined && id !== undefined) return { time, source: entrySource, message, node: entryNode, id };
+  const entry: Entry = { time, source: entrySource, message };
+  if (entryNode) entry.node = entryNode;
   if (level) entry.level = level;
   if (fields !== undefined) entry.fields = fields as Record<string, unknown>;
   if (id !== undefined) entry.id = id;
