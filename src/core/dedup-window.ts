@@ -69,28 +69,38 @@ export function tryJoinIds(ids: readonly string[]): string | undefined {
     const id = ids[i]!;
     const n = id.length;
     if (i > 0) buf[at++] = 10;
-    // the last `.` (lastIndexOf is a call into the runtime: slower than this loop)
-    let dot = n - 1;
-    while (dot >= 0 && id.charCodeAt(dot) !== 0x2e) dot--;
-    let from = 0;
-    if (cut > 0 && dot === cut - 1) {
-      from = cut;
-      for (let k = 0; k < cut; k++) {
-        if (id.charCodeAt(k) !== buf[prefixAt + k]) {
-          from = 0;
-          break;
+    if (cut > 0 && n >= cut) {
+      // most ids share the last whole one's prefix: each character read once, the tail from the end
+      // down to its last `.` written where it goes after a `.`, then the prefix compared
+      const base = at + 1 - cut;
+      let k = n - 1;
+      for (; k >= cut; k--) {
+        const c = id.charCodeAt(k);
+        if (c === 0x2e || c === 10 || c > 0xff) break;
+        buf[base + k] = c;
+      }
+      if (k === cut - 1) {
+        let same = true;
+        for (let j = 0; j < cut; j++) {
+          if (id.charCodeAt(j) !== buf[prefixAt + j]) {
+            same = false;
+            break;
+          }
+        }
+        if (same) {
+          buf[at] = 0x2e;
+          at += 1 + n - cut;
+          continue;
         }
       }
     }
-    if (from > 0) {
-      // shares the last whole id's prefix: `.` and the rest
-      buf[at++] = 0x2e;
-    } else {
-      if (n > 0 && id.charCodeAt(0) === 0x2e) buf[at++] = 0x2e;
-      prefixAt = at;
-      cut = dot + 1;
-    }
-    for (let k = from; k < n; k++) {
+    // written whole (over whatever the try above left): its prefix is the one the next ids may share
+    let dot = n - 1;
+    while (dot >= 0 && id.charCodeAt(dot) !== 0x2e) dot--;
+    if (n > 0 && id.charCodeAt(0) === 0x2e) buf[at++] = 0x2e;
+    prefixAt = at;
+    cut = dot + 1;
+    for (let k = 0; k < n; k++) {
       const c = id.charCodeAt(k);
       if (c === 10) return undefined;
       if (c > 0xff) return ids.some((x) => x.includes('\n')) ? undefined : joinIdsSlowly(ids);
