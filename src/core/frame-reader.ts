@@ -139,6 +139,44 @@ function stringOf(f: Frame, from: number, to: number, ascii: boolean): string {
   return ascii ? textOf(f).slice(from - f.base, to - f.base) : (f.buf as SliceReader).utf8Slice(from, to);
 }
 
+/** The last string read at one place of the frames (their source, their node), and its bytes. */
+interface LastString {
+  readonly bytes: Buffer;
+  length: number;
+  ascii: boolean;
+  text: string;
+}
+
+/** Strings up to this many bytes are remembered by lastString. */
+const LAST_STRING_BYTES = 64;
+const lastString = (): LastString => ({ bytes: Buffer.alloc(LAST_STRING_BYTES), length: -1, ascii: false, text: '' });
+const LAST_SOURCE = lastString();
+const LAST_NODE = lastString();
+
+/**
+ * `buf[from..to)` as stringOf reads it, the same string as last time when the bytes are: a link's
+ * entries mostly share their source and node, and one string for all of them is one allocation
+ * instead of one per entry, and an equality test of a pointer where the json format compares them
+ * with the last ones written (core/entry-json.ts).
+ */
+function repeatedString(f: Frame, from: number, to: number, ascii: boolean, last: LastString): string {
+  const n = to - from;
+  if (n > LAST_STRING_BYTES) return stringOf(f, from, to, ascii);
+  const { buf } = f;
+  const bytes = last.bytes;
+  if (n === last.length && ascii === last.ascii) {
+    let k = 0;
+    while (k < n && buf[from + k] === bytes[k]) k++;
+    if (k === n) return last.text;
+  }
+  buf.copy(bytes, 0, from, to);
+  last.length = n;
+  last.ascii = ascii;
+  // a string of its own: a slice would keep the read's whole text alive
+  last.text = ` ${stringOf(f, from, to, ascii)}`.slice(1);
+  return last.text;
+}
+
 /** Where an entry frame's id lies (its length prefix); -1 when it has none or the frame is cut short. */
 function idSpan(f: Frame): number {
   if (f.end - f.at < BODY_HEAD_BYTES || (f.buf[f.at + 1]! & HAS_ID) === 0) return -1;
@@ -186,11 +224,11 @@ export function decodeEntryFrame(f: Frame, node: string | undefined, now: number
     if (id === undefined) return undefined;
   }
   const sourceAt = next();
-  const source = at < 0 ? '' : stringOf(f, sourceAt, at, ascii);
+  const source = at < 0 ? '' : repeatedString(f, sourceAt, at, ascii, LAST_SOURCE);
   let entryNode = node;
   if (flags & HAS_NODE) {
     const from = next();
-    if (at > from) entryNode = stringOf(f, from, at, ascii);
+    if (at > from) entryNode = repeatedString(f, from, at, ascii, LAST_NODE);
   }
   let fields: unknown;
   if (flags & HAS_FIELDS) {
