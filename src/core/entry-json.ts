@@ -258,15 +258,30 @@ function nodeSourceJson(node: string | undefined, source: string): string {
   return json;
 }
 
+/** The last time head and node-and-source text joined: entries read together share both. */
+let lastHead = '';
+let lastNodeSourcePart = '';
+let lastHeadWith = '';
+function headWith(head: string, nodeSource: string): string {
+  if (head === lastHead && nodeSource === lastNodeSourcePart) return lastHeadWith;
+  lastHead = head;
+  lastNodeSourcePart = nodeSource;
+  lastHeadWith = head + nodeSource;
+  return lastHeadWith;
+}
+
 /**
  * `{"time":…,"node":…,"source":…,"level":…,"message":…,"fields":…,"id":…}`: empty node, source,
  * level and fields are left out; `id` only when `withId` and present.
  */
 export function entryJson(e: Entry, time: number, source: string, message: string, withId: boolean): string {
-  let s = TIME_HEADS.text(time);
   const node = e.node;
-  if (node || source) s += nodeSourceJson(node, source);
+  let s = node || source ? headWith(TIME_HEADS.text(time), nodeSourceJson(node, source)) : TIME_HEADS.text(time);
   if (e.level) s += LEVEL_JSONS[e.level] ?? `,"level":"${e.level}"`;
+  // the usual end (no fields, no id after the message) in one piece with the message
+  if (e.fieldsText === undefined && !e.plainFields && !(withId && typeof e.id === 'string') && !(e.fields && hasKeys(e.fields)) && message !== e.quotedAscii && PLAIN_ASCII.test(message)) {
+    return `${s},"message":"${message}"}`;
+  }
   if (message === e.quotedAscii) s += `,"message":${quotedAsciiJson(message)}`;
   // the common message, printable ASCII without `"` or `\`, in one piece with its key and quotes
   else s += PLAIN_ASCII.test(message) ? `,"message":"${message}"` : `,"message":${jsonString(message)}`;
