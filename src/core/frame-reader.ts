@@ -197,6 +197,18 @@ export function frameIdOf(f: Frame): string | undefined {
 }
 
 /**
+ * Where the string whose length prefix is at `at` ends; -1 when it runs past `end` or `at` is -1.
+ * A function of its own, not a closure over the decode's position: that closure was an allocation
+ * per entry (a function and its context, more than the entry object itself).
+ */
+function stringEnd(buf: Buffer, at: number, end: number): number {
+  if (at < 0 || at + LENGTH_BYTES > end) return -1;
+  const n = readLength(buf, at);
+  const from = at + LENGTH_BYTES;
+  return n >= 0 && from + n <= end ? from + n : -1;
+}
+
+/**
  * Decodes an entry frame, as decodeEntry does a line; undefined when it is malformed (a parse
  * error). A received entry without `node` gets `node`; one without time or source gets `now` /
  * `fallbackSource`. `id`: what frameIdOf read, when it was read already.
@@ -210,29 +222,25 @@ export function decodeEntryFrame(f: Frame, node: string | undefined, now: number
   const ascii = (flags & ASCII) !== 0;
   const magnitude = readTime(buf, f.at + 3);
   const t = flags & NEGATIVE_TIME ? -magnitude : magnitude;
+  // each string: its length, then its bytes (from at + LENGTH_BYTES); at is -1 once one runs past the frame
   let at = f.at + BODY_HEAD_BYTES;
-  // each string: its length, then its bytes; -1 once one runs past the frame
-  const next = (): number => {
-    if (at < 0 || at + LENGTH_BYTES > end) return (at = -1);
-    const n = readLength(buf, at);
-    const from = at + LENGTH_BYTES;
-    at = n >= 0 && from + n <= end ? from + n : -1;
-    return from;
-  };
   if (flags & HAS_ID) {
-    next();
+    at = stringEnd(buf, at, end);
     if (id === undefined) return undefined;
   }
-  const sourceAt = next();
+  const sourceAt = at + LENGTH_BYTES;
+  at = stringEnd(buf, at, end);
   const source = at < 0 ? '' : repeatedString(f, sourceAt, at, ascii, LAST_SOURCE);
   let entryNode = node;
   if (flags & HAS_NODE) {
-    const from = next();
+    const from = at + LENGTH_BYTES;
+    at = stringEnd(buf, at, end);
     if (at > from) entryNode = repeatedString(f, from, at, ascii, LAST_NODE);
   }
   let fields: unknown;
   if (flags & HAS_FIELDS) {
-    const from = next();
+    const from = at + LENGTH_BYTES;
+    at = stringEnd(buf, at, end);
     if (at < 0) return undefined;
     fields = parseJsonText(stringOf(f, from, at, ascii));
     if (typeof fields !== 'object' || fields === null || Array.isArray(fields)) return undefined;
