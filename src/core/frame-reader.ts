@@ -147,7 +147,7 @@ interface LastString {
   text: string;
 }
 
-/** Strings up to this many bytes are remembered by lastString. */
+/** Strings up to this many bytes are remembered by repeatedString. */
 const LAST_STRING_BYTES = 64;
 const lastString = (): LastString => ({ bytes: Buffer.alloc(LAST_STRING_BYTES), length: -1, ascii: false, text: '' });
 const LAST_SOURCE = lastString();
