@@ -262,11 +262,14 @@ function nodeSourceJson(node: string | undefined, source: string): string {
 let lastHead = '';
 let lastNodeSourcePart = '';
 let lastHeadWith = '';
+/** lastHeadWith and the message's key and opening quote: a plain line without a level is this, its message and `"}` */
+let lastHeadMessage = '';
 function headWith(head: string, nodeSource: string): string {
   if (head === lastHead && nodeSource === lastNodeSourcePart) return lastHeadWith;
   lastHead = head;
   lastNodeSourcePart = nodeSource;
   lastHeadWith = head + nodeSource;
+  lastHeadMessage = `${lastHeadWith},"message":"`;
   return lastHeadWith;
 }
 
@@ -276,11 +279,12 @@ function headWith(head: string, nodeSource: string): string {
  */
 export function entryJson(e: Entry, time: number, source: string, message: string, withId: boolean): string {
   const node = e.node;
-  let s = node || source ? headWith(TIME_HEADS.text(time), nodeSourceJson(node, source)) : TIME_HEADS.text(time);
+  const withHead = !!(node || source);
+  let s = withHead ? headWith(TIME_HEADS.text(time), nodeSourceJson(node, source)) : TIME_HEADS.text(time);
   if (e.level) s += LEVEL_JSONS[e.level] ?? `,"level":"${e.level}"`;
   // the usual end (no fields, no id after the message) in one piece with the message
   if (e.fieldsText === undefined && !e.plainFields && !(withId && typeof e.id === 'string') && !(e.fields && hasKeys(e.fields)) && message !== e.quotedAscii && PLAIN_ASCII.test(message)) {
-    return `${s},"message":"${message}"}`;
+    return withHead && !e.level ? `${lastHeadMessage}${message}"}` : `${s},"message":"${message}"}`;
   }
   if (message === e.quotedAscii) s += `,"message":${quotedAsciiJson(message)}`;
   // the common message, printable ASCII without `"` or `\`, in one piece with its key and quotes
