@@ -34,11 +34,80 @@ function unpackedId(line: string, prev: string | undefined): string {
   return prev === undefined ? line.slice(1) : prev.slice(0, prev.lastIndexOf('.') + 1) + line.slice(1);
 }
 
-/** `ids` (none with a `\n`) as a chunk's text with prefixes, the first whole: a string of its own (joined), never a slice of an id's line. */
-export function joinIds(ids: readonly string[]): string {
+/** `ids` as joinIds writes them, one string per id joined: the way for ids with a character past U+00FF. */
+export function joinIdsSlowly(ids: readonly string[]): string {
   const lines = new Array<string>(ids.length);
   for (let i = 0; i < ids.length; i++) lines[i] = packedId(ids[i]!, i === 0 ? undefined : ids[i - 1]);
   return lines.join('\n');
+}
+
+/** joinIds' scratch bytes, grown as needed: one Latin-1 text per call is sliced from it. */
+let scratch = Buffer.allocUnsafe(64 * 1024) as Buffer & { latin1Slice(start: number, end: number): string };
+
+/**
+ * `ids` (none with a `\n`) as a chunk's text with prefixes, the first whole: a string of its own,
+ * never a slice of an id's line. Written as Latin-1 bytes and read back as one string: a string per
+ * id (its `.` and tail, then the join) was a third of what a collector's journal of done ids cost
+ * per line (acks.ts). The shared prefix is compared with the bytes of the last id written whole (a
+ * file's ids share it for a whole batch). Same text as joinIdsSlowly.
+ */
+export function joinIds(ids: readonly string[]): string {
+  return tryJoinIds(ids) ?? joinIdsSlowly(ids);
+}
+
+/** joinIds, or undefined when an id has a `\n` (such ids are not packed: the caller leaves them out). */
+export function tryJoinIds(ids: readonly string[]): string | undefined {
+  let need = 0;
+  for (let i = 0; i < ids.length; i++) need += ids[i]!.length + 2;
+  if (need > scratch.length) scratch = Buffer.allocUnsafe(Math.max(need, scratch.length * 2)) as typeof scratch;
+  const buf = scratch;
+  let at = 0;
+  // the last id written whole starts at buf[prefixAt]; its prefix, up to its last `.`, is `cut` long (0: none)
+  let prefixAt = 0;
+  let cut = 0;
+  for (let i = 0; i < ids.length; i++) {
+    const id = ids[i]!;
+    const n = id.length;
+    if (i > 0) buf[at++] = 10;
+    if (cut > 0 && n >= cut) {
+      // most ids share the last whole one's prefix: each character read once, the tail from the end
+      // down to its last `.` written where it goes after a `.`, then the prefix compared
+      const base = at + 1 - cut;
+      let k = n - 1;
+      for (; k >= cut; k--) {
+        const c = id.charCodeAt(k);
+        if (c === 0x2e || c === 10 || c > 0xff) break;
+        buf[base + k] = c;
+      }
+      if (k === cut - 1) {
+        let same = true;
+        for (let j = 0; j < cut; j++) {
+          if (id.charCodeAt(j) !== buf[prefixAt + j]) {
+            same = false;
+            break;
+          }
+        }
+        if (same) {
+          buf[at] = 0x2e;
+          at += 1 + n - cut;
+          continue;
+        }
+      }
+    }
+    // written whole (over whatever the try above left): its prefix is the one the next ids may share
+    let dot = n - 1;
+    while (dot >= 0 && id.charCodeAt(dot) !== 0x2e) dot--;
+    if (n > 0 && id.charCodeAt(0) === 0x2e) buf[at++] = 0x2e;
+    prefixAt = at;
+    cut = dot + 1;
+    for (let k = 0; k < n; k++) {
+      const c = id.charCodeAt(k);
+      if (c === 10) return undefined;
+      if (c > 0xff) return ids.some((x) => x.includes('\n')) ? undefined : joinIdsSlowly(ids);
+      buf[at++] = c;
+    }
+  }
+  return buf.latin1Slice(0, at);
 }
 
 /** The ids of a chunk's text. */

@@ -229,16 +229,66 @@ function plainFieldsJson(f: PlainFields): string {
   return k8s === undefined ? `${head}${nanos}"}` : `${head}${nanos}","k8s":${JSON.stringify(k8s)}}`;
 }
 
+/** `,"level":"<LEVEL>"` of each level. */
+const LEVEL_JSONS: Readonly<Record<string, string | undefined>> = Object.assign(Object.create(null) as Record<string, string | undefined>, {
+  TRACE: ',"level":"TRACE"',
+  DEBUG: ',"level":"DEBUG"',
+  INFO: ',"level":"INFO"',
+  WARN: ',"level":"WARN"',
+  ERROR: ',"level":"ERROR"',
+  FATAL: ',"level":"FATAL"',
+});
+
+/**
+ * `,"node":…,"source":…` (either left out when empty) of the last node and source written: a
+ * node's entries mostly share both (a file's lines, a link's peer), and the look at what to escape
+ * in each, and the pieces joined, were a tenth of a collector's json line. Compared by value: the
+ * strings of a received entry are its own slices even when their text repeats.
+ */
+let lastNode: string | undefined;
+let lastSource = '';
+let lastNodeSource = '';
+function nodeSourceJson(node: string | undefined, source: string): string {
+  if (node === lastNode && source === lastSource) return lastNodeSource;
+  let json = node ? `,"node":${jsonString(node)}` : '';
+  if (source) json += `,"source":${jsonString(source)}`;
+  lastNode = node;
+  lastSource = source;
+  lastNodeSource = json;
+  return json;
+}
+
+/** The last time head and node-and-source text joined: entries read together share both. */
+let lastHead = '';
+let lastNodeSourcePart = '';
+let lastHeadWith = '';
+/** lastHeadWith and the message's key and opening quote: a plain line without a level is this, its message and `"}` */
+let lastHeadMessage = '';
+function headWith(head: string, nodeSource: string): string {
+  if (head === lastHead && nodeSource === lastNodeSourcePart) return lastHeadWith;
+  lastHead = head;
+  lastNodeSourcePart = nodeSource;
+  lastHeadWith = head + nodeSource;
+  lastHeadMessage = `${lastHeadWith},"message":"`;
+  return lastHeadWith;
+}
+
 /**
  * `{"time":…,"node":…,"source":…,"level":…,"message":…,"fields":…,"id":…}`: empty node, source,
  * level and fields are left out; `id` only when `withId` and present.
  */
 export function entryJson(e: Entry, time: number, source: string, message: string, withId: boolean): string {
-  let s = TIME_HEADS.text(time);
-  if (e.node) s += `,"node":${jsonString(e.node)}`;
-  if (source) s += `,"source":${jsonString(source)}`;
-  if (e.level) s += `,"level":"${e.level}"`;
-  s += `,"message":${message === e.quotedAscii ? quotedAsciiJson(message) : jsonString(message)}`;
+  const node = e.node;
+  const withHead = !!(node || source);
+  let s = withHead ? headWith(TIME_HEADS.text(time), nodeSourceJson(node, source)) : TIME_HEADS.text(time);
+  if (e.level) s += LEVEL_JSONS[e.level] ?? `,"level":"${e.level}"`;
+  // the usual end (no fields, no id after the message) in one piece with the message
+  if (e.fieldsText === undefined && !e.plainFields && !(withId && typeof e.id === 'string') && !(e.fields && hasKeys(e.fields)) && message !== e.quotedAscii && PLAIN_ASCII.test(message)) {
+    return withHead && !e.level ? `${lastHeadMessage}${message}"}` : `${s},"message":"${message}"}`;
+  }
+  if (message === e.quotedAscii) s += `,"message":${quotedAsciiJson(message)}`;
+  // the common message, printable ASCII without `"` or `\`, in one piece with its key and quotes
+  else s += PLAIN_ASCII.test(message) ? `,"message":"${message}"` : `,"message":${jsonString(message)}`;
   if (e.plainFields) s += plainFieldsJson(e.fields as PlainFields);
   else if (e.fieldsText !== undefined) s += `,"fields":${e.fieldsText}}`;
   else if (e.fields && hasKeys(e.fields)) s += `,"fields":${fieldsJson(e.fields)}`;

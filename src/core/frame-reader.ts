@@ -156,6 +156,44 @@ function stringOf(f: Frame, from: number, to: number, ascii: boolean): string {
   return text.slice(from - f.base, to - f.base);
 }
 
+/** The last string read at one place of the frames (their source, their node), and its bytes. */
+interface LastString {
+  readonly bytes: Buffer;
+  length: number;
+  ascii: boolean;
+  text: string;
+}
+
+/** Strings up to this many bytes are remembered by repeatedString. */
+const LAST_STRING_BYTES = 64;
+const lastString = (): LastString => ({ bytes: Buffer.alloc(LAST_STRING_BYTES), length: -1, ascii: false, text: '' });
+const LAST_SOURCE = lastString();
+const LAST_NODE = lastString();
+
+/**
+ * `buf[from..to)` as stringOf reads it, the same string as last time when the bytes are: a link's
+ * entries mostly share their source and node, and one string for all of them is one allocation
+ * instead of one per entry, and an equality test of a pointer where the json format compares them
+ * with the last ones written (core/entry-json.ts).
+ */
+function repeatedString(f: Frame, from: number, to: number, ascii: boolean, last: LastString): string {
+  const n = to - from;
+  if (n > LAST_STRING_BYTES) return stringOf(f, from, to, ascii);
+  const { buf } = f;
+  const bytes = last.bytes;
+  if (n === last.length && ascii === last.ascii) {
+    let k = 0;
+    while (k < n && buf[from + k] === bytes[k]) k++;
+    if (k === n) return last.text;
+  }
+  buf.copy(bytes, 0, from, to);
+  last.length = n;
+  last.ascii = ascii;
+  // a string of its own: a slice would keep the read's whole text alive
+  last.text = ` ${stringOf(f, from, to, ascii)}`.slice(1);
+  return last.text;
+}
+
 /** Where an entry frame's id lies (its length prefix); -1 when it has none or the frame is cut short. */
 function idSpan(f: Frame): number {
   if (f.end - f.at < BODY_HEAD_BYTES || (f.buf[f.at + 1]! & HAS_ID) === 0) return -1;
@@ -176,6 +214,18 @@ export function frameIdOf(f: Frame): string | undefined {
 }
 
 /**
+ * Where the string whose length prefix is at `at` ends; -1 when it runs past `end` or `at` is -1.
+ * A function of its own, not a closure over the decode's position: that closure was an allocation
+ * per entry (a function and its context, more than the entry object itself).
+ */
+function stringEnd(buf: Buffer, at: number, end: number): number {
+  if (at < 0 || at + LENGTH_BYTES > end) return -1;
+  const n = readLength(buf, at);
+  const from = at + LENGTH_BYTES;
+  return n >= 0 && from + n <= end ? from + n : -1;
+}
+
+/**
  * Decodes an entry frame, as decodeEntry does a line; undefined when it is malformed (a parse
  * error). A received entry without `node` gets `node`; one without time or source gets `now` /
  * `fallbackSource`. `id`: what frameIdOf read, when it was read already.
@@ -189,37 +239,39 @@ export function decodeEntryFrame(f: Frame, node: string | undefined, now: number
   const ascii = (flags & ASCII) !== 0;
   const magnitude = readTime(buf, f.at + 3);
   const t = flags & NEGATIVE_TIME ? -magnitude : magnitude;
+  // each string: its length, then its bytes (from at + LENGTH_BYTES); at is -1 once one runs past the frame
   let at = f.at + BODY_HEAD_BYTES;
-  // each string: its length, then its bytes; -1 once one runs past the frame
-  const next = (): number => {
-    if (at < 0 || at + LENGTH_BYTES > end) return (at = -1);
-    const n = readLength(buf, at);
-    const from = at + LENGTH_BYTES;
-    at = n >= 0 && from + n <= end ? from + n : -1;
-    return from;
-  };
   if (flags & HAS_ID) {
-    next();
+    at = stringEnd(buf, at, end);
     if (id === undefined) return undefined;
   }
-  const sourceAt = next();
-  const source = at < 0 ? '' : stringOf(f, sourceAt, at, ascii);
+  const sourceAt = at + LENGTH_BYTES;
+  at = stringEnd(buf, at, end);
+  const source = at < 0 ? '' : repeatedString(f, sourceAt, at, ascii, LAST_SOURCE);
   let entryNode = node;
   if (flags & HAS_NODE) {
-    const from = next();
-    if (at > from) entryNode = stringOf(f, from, at, ascii);
+    const from = at + LENGTH_BYTES;
+    at = stringEnd(buf, at, end);
+    if (at > from) entryNode = repeatedString(f, from, at, ascii, LAST_NODE);
   }
   let fields: unknown;
   if (flags & HAS_FIELDS) {
-    const from = next();
+    const from = at + LENGTH_BYTES;
+    at = stringEnd(buf, at, end);
     if (at < 0) return undefined;
     fields = parseJsonText(stringOf(f, from, at, ascii));
     if (typeof fields !== 'object' || fields === null || Array.isArray(fields)) return undefined;
   }
   if (at < 0) return undefined;
-  const entry: Entry = { time: isTime(t) ? t : now, source: source === '' ? fallbackSource : source, message: stringOf(f, at, end, ascii) };
-  if (entryNode) entry.node = entryNode;
+  const time = isTime(t) ? t : now;
+  const entrySource = source === '' ? fallbackSource : source;
+  const message = stringOf(f, at, end, ascii);
   const level = LEVELS[levelCode];
+  // a relayed line's usual shape made at once, keys in the order below: each key added after the
+  // literal's own went to a properties array of its own, one more allocation per entry
+  if (entryNode && !level && fields === undefined && id !== undefined) return { time, source: entrySource, message, node: entryNode, id };
+  const entry: Entry = { time, source: entrySource, message };
+  if (entryNode) entry.node = entryNode;
   if (level) entry.level = level;
   if (fields !== undefined) entry.fields = fields as Record<string, unknown>;
   if (id !== undefined) entry.id = id;

@@ -31,15 +31,6 @@ const ID_BYTES = 32;
 /** `lens` of an id held in `long` */
 const LONG = 255;
 
-/** FNV-1a over the UTF-16 units of `id`, then murmur3's final mix so every bit counts in the low ones. */
-function hashId(id: string): number {
-  let h = 0x811c9dc5;
-  for (let i = 0; i < id.length; i++) h = Math.imul(h ^ id.charCodeAt(i), 0x01000193);
-  h = Math.imul(h ^ (h >>> 16), 0x85ebca6b);
-  h = Math.imul(h ^ (h >>> 13), 0xc2b2ae35);
-  return h ^ (h >>> 16);
-}
-
 /**
  * The window: a ring of ids in arrival order (their times in a Float64Array) and an open-addressing
  * table over it. A slot of the table is two Int32s side by side, the ring index + 1 (0: empty) and
@@ -85,10 +76,37 @@ export class DedupSet {
     return this.next - this.head;
   }
 
+  /**
+   * The id being looked up, read once: its hash, and its bytes while it fits the byte store
+   * (`keyBytes`, compared and stored without reading the string again; a string's characters cost a
+   * call each, and a lookup read them up to three times: hash, compare, store).
+   */
+  private readonly key = new Uint8Array(ID_BYTES);
+  /** the looked-up id is in `key` (at most ID_BYTES characters, none past U+00FF) */
+  private keyBytes = false;
+
+  /** Reads `id` into `key` and returns its hash: FNV-1a over its UTF-16 units, then murmur3's final mix so every bit counts in the low ones. */
+  private keyOf(id: string): number {
+    const n = id.length;
+    const key = this.key;
+    let fits = n <= ID_BYTES;
+    let h = 0x811c9dc5;
+    for (let i = 0; i < n; i++) {
+      const c = id.charCodeAt(i);
+      h = Math.imul(h ^ c, 0x01000193);
+      if (c > 0xff) fits = false;
+      else if (i < ID_BYTES) key[i] = c;
+    }
+    this.keyBytes = fits;
+    h = Math.imul(h ^ (h >>> 16), 0x85ebca6b);
+    h = Math.imul(h ^ (h >>> 13), 0xc2b2ae35);
+    return h ^ (h >>> 16);
+  }
+
   /** True when `id` is in the window (a duplicate); otherwise remembers it as seen at `now`. */
   check(id: string, now: number): boolean {
     this.expire(now);
-    const h = hashId(id);
+    const h = this.keyOf(id);
     const slot = this.find(id, h);
     if (slot >= 0) return true;
     this.add(id, h, ~slot, now);
@@ -98,14 +116,14 @@ export class DedupSet {
   /** True when `id` is in the window; remembers nothing (a line read ahead of its decode). */
   has(id: string, now: number): boolean {
     this.expire(now);
-    return this.find(id, hashId(id)) >= 0;
+    return this.find(id, this.keyOf(id)) >= 0;
   }
 
   /** Adds ids seen elsewhere (a predecessor's window, a checkpoint), oldest first. */
   load(window: DedupWindow, now = Date.now()): void {
     eachId(window, (id, t) => {
       if (now - t > this.maxMs) return;
-      const h = hashId(id);
+      const h = this.keyOf(id);
       const slot = this.find(id, h);
       if (slot < 0) this.add(id, h, ~slot, t);
     });
@@ -122,33 +140,27 @@ export class DedupSet {
     }
   }
 
-  /** True when the ring index `ring` holds `id`. */
+  /** True when the ring index `ring` holds `id` (read into `key` by keyOf). */
   private holds(ring: number, id: string): boolean {
     const n = this.lens[ring]!;
     if (n === LONG) return this.long.get(ring) === id;
-    if (n !== id.length) return false;
-    const { bytes } = this;
+    // an id in the byte store fits it: one that does not (keyBytes false) is not there
+    if (n !== id.length || !this.keyBytes) return false;
+    const { bytes, key } = this;
     const at = ring * ID_BYTES;
-    for (let i = 0; i < n; i++) if (bytes[at + i] !== id.charCodeAt(i)) return false;
+    for (let i = 0; i < n; i++) if (bytes[at + i] !== key[i]) return false;
     return true;
   }
 
-  /** Keeps `id` at the ring index `ring`: as bytes when it fits, else as a string of its own. */
+  /** Keeps `id` (read into `key` by keyOf) at the ring index `ring`: as bytes when it fits, else as a string of its own. */
   private store(ring: number, id: string): void {
-    const n = id.length;
-    if (n <= ID_BYTES) {
-      const { bytes } = this;
+    if (this.keyBytes) {
+      const n = id.length;
+      const { bytes, key } = this;
       const at = ring * ID_BYTES;
-      let i = 0;
-      for (; i < n; i++) {
-        const c = id.charCodeAt(i);
-        if (c > 0xff) break;
-        bytes[at + i] = c;
-      }
-      if (i === n) {
-        this.lens[ring] = n;
-        return;
-      }
+      for (let i = 0; i < n; i++) bytes[at + i] = key[i]!;
+      this.lens[ring] = n;
+      return;
     }
     this.lens[ring] = LONG;
     this.long.set(ring, ownCopy(id));

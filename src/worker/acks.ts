@@ -4,7 +4,7 @@
 // checkpoint) knows them. An id whose entry was not done is never handed on: its resend must pass.
 
 import type { Ticket } from '../core/ack.js';
-import { type DedupWindow, dropIds, joinIds } from '../core/dedup-window.js';
+import { type DedupWindow, dropIds, joinIds, tryJoinIds } from '../core/dedup-window.js';
 
 export class DoneIds {
   /** one part per batch done: its ids joined by `\n` with prefixes (DedupChunk), how many, and when */
@@ -18,14 +18,13 @@ export class DoneIds {
     // Joined at once, into a string of their own: a received id is a slice of its line, which it
     // would keep alive until the take (a second away), and one string per batch is cheap to keep.
     let kept = ids;
-    for (const id of ids) {
-      if (id.includes('\n')) {
-        kept = ids.filter((x) => !x.includes('\n')); // such an id is not packed (see DedupChunk)
-        break;
-      }
+    let text = tryJoinIds(ids);
+    if (text === undefined) {
+      kept = ids.filter((x) => !x.includes('\n')); // such an id is not packed (see DedupChunk)
+      text = joinIds(kept);
     }
     if (kept.length === 0) return;
-    this.parts.push({ ids: joinIds(kept), count: kept.length, at });
+    this.parts.push({ ids: text, count: kept.length, at });
     this.count += kept.length;
     while (this.count - this.parts[0]!.count >= this.max) this.count -= this.parts.shift()!.count;
   }

@@ -111,6 +111,30 @@ test('ASCII frames come out whole from reads far larger than one text (an inflat
   }
 });
 
+test('a decoded entry has its keys in one order, whatever its shape (time, source, message, node, level, fields, id)', (t) => {
+  const now = Date.UTC(2025, 5, 6, 7, 8, 9, 10);
+  const base: Entry = { time: now, source: 'app.log', message: 'hello' };
+  const shapes: Entry[] = [
+    { ...base, node: 'edge', id: 'i.1' },
+    { ...base, id: 'i.2' },
+    { ...base, node: 'edge', level: 'WARN', id: 'i.3' },
+    { ...base, node: 'edge', fields: { a: 1 }, id: 'i.4' },
+    { ...base, node: 'edge' },
+    { ...base },
+  ];
+  const items = framed(shapes);
+  encodeFrames(items, 0, items.length, now, 'p');
+  for (const linkNode of ['relay-a', undefined]) {
+    const { entries } = readAll(bytesOf(items), [], linkNode, now);
+    const order = ['time', 'source', 'message', 'node', 'level', 'fields', 'id'];
+    for (const e of entries) {
+      const keys = Object.keys(e!);
+      t.deepEqual(keys, order.filter((k) => keys.includes(k)), JSON.stringify(e));
+    }
+    t.deepEqual(entries[0], { time: now, source: 'app.log', message: 'hello', node: 'edge', id: 'i.1' });
+  }
+});
+
 test('a frame carries the message as its bytes: UTF-8, nothing escaped, smaller than the line', (t) => {
   const e: Entry = { time: Date.UTC(2024, 0, 1), source: 'app.log', level: 'INFO', message: 'GET /x msg="a b" täglich ✓ \\ tab\there', id: 'AbCdEfGhIjKlMnOp.2s' };
   const [item] = framed([e]);

@@ -3,7 +3,8 @@
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import test from 'ava';
-import { eachId, packChunk, PackedWindow } from '../../src/core/dedup-window.js';
+import fc from 'fast-check';
+import { eachId, joinIds, joinIdsSlowly, packChunk, PackedWindow, tryJoinIds } from '../../src/core/dedup-window.js';
 import { DedupSet } from '../../src/flow/dedup.js';
 import { createFlow } from '../../src/flow/index.js';
 import { DoneIds } from '../../src/worker/acks.js';
@@ -226,4 +227,45 @@ test("the flow's lookup before the decode stops while duplicates are rare and re
   t.true(before - beforeResend >= 20_000 - 16_384, `the lookups resumed within 16,384 lines (${before - beforeResend} of 20,000 dropped before the decode)`);
   t.true(before - beforeResend < 20_000, 'while they were off, duplicates met process instead');
   t.is(flow.counters.total_passed, 20_000);
+});
+
+test('joinIds writes the same text as a string per id joined (joinIdsSlowly), for any ids; tryJoinIds refuses ids with a newline', (t) => {
+  // ids from a small alphabet, so prefixes are shared, `.` leads, and a character past U+00FF comes
+  const char = fc.constantFrom('a', 'b', '.', 'Z', '0', '\u00e9', '\u00ff', '\u0100', '\u4e2d', '\ud83d', '\n');
+  const id = fc.array(char, { maxLength: 12 }).map((cs) => cs.join(''));
+  const shared = fc.tuple(fc.constantFrom('BiW5ZzqOgmcMuTfI.', 'x.y.', '.', ''), fc.array(fc.constantFrom('p', 'q', '1', '.'), { maxLength: 4 })).map(([p, tail]) => p + tail.join(''));
+  fc.assert(
+    fc.property(fc.array(fc.oneof(id, shared), { maxLength: 40 }), (ids) => {
+      const newline = ids.some((id) => id.includes('\n'));
+      t.is(tryJoinIds(ids), newline ? undefined : joinIdsSlowly(ids));
+      if (!newline) t.is(joinIds(ids), joinIdsSlowly(ids));
+    }),
+    { numRuns: 2000 },
+  );
+  // past the scratch buffer's first size
+  const many = Array.from({ length: 5000 }, (_, i) => `BiW5ZzqOgmcMuTfI.${(i * 198).toString(36)}${'x'.repeat(i % 30)}`);
+  t.is(joinIds(many), joinIdsSlowly(many));
+});
+
+test('the window answers as a list of the last window_entries new ids would, for ids of any length and characters', (t) => {
+  // a small alphabet and window, so ids repeat inside and outside it; long ids and wide characters
+  // are kept apart from the byte store
+  const char = fc.constantFrom('a', 'b', '.', '\u00e9', '\u0100', '\ud83d');
+  const id = fc.oneof(fc.array(char, { maxLength: 3 }).map((cs) => cs.join('')), fc.constantFrom('L'.repeat(32), 'L'.repeat(33), `${'L'.repeat(31)}\u0100`));
+  fc.assert(
+    fc.property(fc.integer({ min: 1, max: 6 }), fc.array(id, { maxLength: 60 }), (size, ids) => {
+      const d = new DedupSet(size, 60_000);
+      const list: string[] = [];
+      for (const x of ids) {
+        const dup = list.includes(x);
+        t.is(d.has(x, T0), dup);
+        t.is(d.check(x, T0), dup);
+        if (!dup) {
+          list.push(x);
+          if (list.length > size) list.shift();
+        }
+      }
+    }),
+    { numRuns: 1000 },
+  );
 });

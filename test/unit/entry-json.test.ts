@@ -143,3 +143,27 @@ test('a container line\'s entry (plainFieldsEntry) is written as JSON.stringify 
         }
   t.is(shapes, 2 * 3 * 3 * 3);
 });
+
+test('entryJson writes what JSON.stringify writes for entries one after the other whose time, node, source and level repeat or not (what it remembers of the last ones)', (t) => {
+  // small pools, so that a node or source is often the last one, often not; equal texts made anew
+  // (a received entry's strings are its own slices); messages plain, quoted or needing escapes
+  const anew = (v: string) => (v + ' ').slice(0, -1);
+  const name = fc.oneof(fc.constantFrom('edge', 'relay-a', '', 'n"ode', 'back\\slash', 'é', '\u2028').map(anew), fc.string({ unit: 'binary', maxLength: 6 }));
+  const level = fc.constantFrom<Level | undefined>(undefined, 'TRACE', 'DEBUG', 'INFO', 'WARN', 'ERROR', 'FATAL');
+  const message = fc.oneof(fc.constantFrom('plain text', '', 'say "hi"', 'tab\there', 'ünï', '\ud800', 'x'.repeat(200)).map(anew), fc.string({ unit: 'binary', maxLength: 12 }));
+  const time = fc.oneof(fc.constantFrom(1_764_067_500_123, 1_764_067_500_124, 1_764_067_501_123), fc.integer({ min: 0, max: 4_102_444_800_000 }));
+  const entry = fc.record({ time, node: fc.option(name, { nil: undefined }), source: name, level, message, id: fc.option(name, { nil: undefined }) });
+  fc.assert(
+    fc.property(fc.array(entry, { minLength: 1, maxLength: 20 }), fc.boolean(), (seq, withId) => {
+      for (const raw of seq) {
+        const e: Entry = { time: raw.time, source: raw.source, message: raw.message };
+        if (raw.node !== undefined) e.node = raw.node;
+        if (raw.level !== undefined) e.level = raw.level;
+        if (raw.id !== undefined) e.id = raw.id;
+        t.is(entryJson(e, e.time, e.source, e.message, withId), reference(e, withId));
+      }
+    }),
+    { numRuns: 2_000 },
+  );
+  t.pass();
+});
