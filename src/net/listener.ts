@@ -3,7 +3,7 @@
 // connection (stopping, max_connections, the allow list) with a session for the admitted.
 
 import { createServer as createNetServer, type Server, type Socket } from 'node:net';
-import { createServer as createTlsServer, type TLSSocket, type TlsOptions } from 'node:tls';
+import type { TLSSocket, TlsOptions } from 'node:tls';
 import type { Counters } from '../core/counters.js';
 import { errorMessage, type PluginKind, PluginError } from '../core/errors.js';
 import type { Logger } from '../core/log.js';
@@ -111,7 +111,8 @@ export async function listenStream(l: StreamListener): Promise<Server> {
     const session = admitSocket(socket, tls, l);
     if (session) l.onAdmit(socket, session);
   };
-  const srv = l.tls ? createTlsServer(l.tls, (s) => accept(s, true)) : createNetServer({ pauseOnConnect: true }, (s) => accept(s, false));
+  // node:tls only for a TLS listener: a plain one's worker never holds it (~1.8 MiB of RSS)
+  const srv = l.tls ? process.getBuiltinModule('node:tls').createServer(l.tls, (s) => accept(s, true)) : createNetServer({ pauseOnConnect: true }, (s) => accept(s, false));
   if (l.tls) countHandshakeErrors(srv, l.counters);
   await bind(srv, l.kind, l.id, l.host, l.port);
   return srv;

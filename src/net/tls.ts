@@ -3,7 +3,7 @@
 
 import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
-import { type ConnectionOptions, checkServerIdentity, type SecureVersion, type TLSSocket, type TlsOptions } from 'node:tls';
+import type { ConnectionOptions, SecureVersion, TLSSocket, TlsOptions } from 'node:tls';
 import type { Counters } from '../core/counters.js';
 import { errorMessage, type PluginKind, PluginError, throwPluginFaults } from '../core/errors.js';
 import type { Logger } from '../core/log.js';
@@ -72,7 +72,7 @@ export function clientTlsOptions(kind: PluginKind, id: string, tls: TlsConfig, h
   const opts: ConnectionOptions = { minVersion: version(tls.min_version) };
   // SNI may not carry an IP address (RFC 6066; Node warns with DEP0123): an IP name is only verified.
   if (isIP(name) === 0) opts.servername = name;
-  else if (name !== host) opts.checkServerIdentity = (_host, cert) => checkServerIdentity(name, cert);
+  else if (name !== host) opts.checkServerIdentity = (_host, cert) => process.getBuiltinModule('node:tls').checkServerIdentity(name, cert);
   const mutual = Boolean(tls.cert_file || tls.key_file);
   const wanted: Array<readonly [string, string | undefined]> = [];
   if (tls.ca_file) wanted.push(['ca_file', tls.ca_file]);

@@ -7,7 +7,6 @@
 import { open, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { BUFFER_POSITION_KEY, wantsDiskBuffer } from '../buffer/config.js';
-import { scanSegment, segmentSeq } from '../buffer/record.js';
 import type { Config } from '../config/schema.js';
 import type { PipelinePositions } from '../ipc/messages.js';
 
@@ -63,6 +62,9 @@ async function entriesAfter(dir: string, acked: number): Promise<number> {
   } catch {
     return 0;
   }
+  // the segment reader (and node:zlib, its CRC) only where a buffer directory is left: an idle
+  // primary without disk buffers never holds them
+  const { scanSegment, segmentSeq } = await import('../buffer/record.js');
   const firsts = names.map((n) => ({ n, seq: segmentSeq(n) })).filter((s): s is { n: string; seq: number } => s.seq !== undefined);
   if (firsts.length === 0) return 0;
   firsts.sort((a, b) => a.seq - b.seq);

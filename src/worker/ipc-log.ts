@@ -4,6 +4,7 @@
 // rather than queued in the IPC channel without bound; one WARN line says how many.
 
 import type { DestinationStream } from 'pino';
+import { isoNow } from '../core/log.js';
 
 const MAX_LINES = 500;
 const FLUSH_MS = 50;
@@ -34,7 +35,7 @@ export class IpcLogStream implements DestinationStream {
     if (this.dropped > 0 && this.inFlight < MAX_IN_FLIGHT) {
       // the same shape as the worker's pino records (see core/log.ts)
       this.lines.push(
-        JSON.stringify({ level: 'warn', time: new Date().toISOString(), dropped: this.dropped, msg: 'Service log lines dropped, the primary fell behind' }),
+        JSON.stringify({ level: 'warn', time: isoNow(), dropped: this.dropped, msg: 'Service log lines dropped, the primary fell behind' }),
       );
       this.dropped = 0;
     }

@@ -19,7 +19,7 @@ export async function load(url, context, next) {
 }
 `;
 
-/** The modules of `dist/src/` and the packages a process loaded, as `src/…` and `package:…`. */
+/** The modules of `dist/src/`, the packages and the Node modules imported that a process loaded, as `src/…`, `package:…` and `node:…`. */
 function loadedBy(dir: string, pid: number): string[] {
   const file = join(dir, `loaded.${pid}.txt`);
   if (!existsSync(file)) return [];
@@ -29,6 +29,7 @@ function loadedBy(dir: string, pid: number): string[] {
     const pkg = /\/node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(url);
     if (src) out.add(src[1]!);
     else if (pkg) out.add(`package:${pkg[1]}`);
+    else if (url.startsWith('node:')) out.add(url);
   }
   return [...out].sort();
 }
@@ -73,4 +74,24 @@ test('the primary loads no plugin code, and a worker only the source and sink ty
     [],
     'the disk buffer, in a worker whose sources have none',
   );
+});
+
+test('an idle node loads only what it runs: no node:tls without TLS, no node:crypto and no disk buffer reader (node:zlib) in the primary', async (t) => {
+  const dir = ownedTempDir(t);
+  dir.file('register.mjs', REGISTER);
+  dir.file('hooks.mjs', HOOKS);
+  const config = dir.file(
+    'node.toml',
+    `[[pipelines]]\nname = "app"\n[[pipelines.plugin_sources]]\nid = "in"\ntype = "file"\n[pipelines.plugin_sources.config]\ndirectory = "${dir.path}"\npattern = "*.log"\n[[pipelines.plugin_sinks]]\nid = "out"\ntype = "null"\n`,
+  );
+  const node = spawnOwnedNode(t, ['-c', config], { env: { NODE_OPTIONS: `--import=${join(dir.path, 'register.mjs')}` } });
+  await waitReady(node, 'the node');
+  const [worker] = await waitFor(async () => ((await childPids(node.child.pid!)).length === 1 ? childPids(node.child.pid!) : undefined), 'one worker');
+  const primary = loadedBy(dir.path, node.child.pid!);
+  const own = loadedBy(dir.path, worker!);
+  await node.stop();
+
+  t.true(primary.includes('src/primary/supervisor.js') && own.includes('src/sources/file.js'), `the hook saw both processes: ${primary.join(' ')} / ${own.join(' ')}`);
+  t.deepEqual(primary.filter((m) => ['node:crypto', 'node:tls', 'node:zlib'].includes(m)), [], 'the primary');
+  t.deepEqual(own.filter((m) => m === 'node:tls'), [], 'the worker');
 });
