@@ -17,7 +17,7 @@ import { createRequestLinkState } from '../net/link-state.js';
 import { acceptsEncoding, defaultNode, FRAMES, HEADER_ACCEPT_ENCODING, HEADER_ACCEPT_PROTOCOL, HEADER_NODE, HEADER_PROTOCOL, NDJSON, PROTOCOL_VERSION, reportPath } from '../chain/protocol.js';
 import { type ChainSinkConfig, chainSinkConfig, chainSinkFields } from '../chain/sink-config.js';
 import { eachRun, encodeFor, type FramedItem, framedItems, LENGTH_BYTES, PROTOCOL_V2, readLength } from '../core/entry-frame.js';
-import { decodeEntryFrame, FrameReader } from '../core/frame-reader.js';
+import { decodeEntryFrame, FrameReader, restoreEntries } from '../core/frame-reader.js';
 import { eachWireRun, encodeWire, type WireItem, wireItem } from '../core/entry-wire.js';
 import type { PluginSpec } from '../config/spec.js';
 import { settle, type Ticket } from '../core/ack.js';
@@ -303,6 +303,17 @@ export const createHttpChainSink: SinkFactory = (plugin, ctx): Sink => {
     },
   });
 
+  /**
+   * Gives `list[from..to)` their encoding in the link's version; for version 1 an item the
+   * pipeline held as its frame alone (releaseEntries: the link spoke version 2 when it was framed)
+   * gets its entry back from the frame first. Returns how many had to be completed (`synthesized`).
+   */
+  const encode = (list: readonly FramedItem[], from: number, to: number): number => {
+    const now = Date.now();
+    if (version !== PROTOCOL_V2) restoreEntries(list, from, to, now, ctx.pipeline);
+    return encodeFor(version, list, from, to, now, ctx.pipeline);
+  };
+
   // The batch being filled, then closed batches waiting to be sent, and up to max_in_flight out.
   const builder = new BatchBuilder<FramedItem>({
     maxCount: cfg.max_batch_count,
@@ -312,7 +323,7 @@ export const createHttpChainSink: SinkFactory = (plugin, ctx): Sink => {
       const entries = ctx.deadLetter ? items.map((item) => item.entry) : undefined;
       // the version may have changed since the items were written (a 2xx meanwhile): made now
       // where missing (counted `synthesized` when written)
-      encodeFor(version, items, 0, items.length, Date.now(), ctx.pipeline);
+      encode(items, 0, items.length);
       const { body, bytes } = bodyOf(version, items);
       readyBytes += bytes;
       poster.push({ version, body, bytes, count: items.length, tickets: items.map((item) => item.ticket), ...(entries ? { entries } : {}) });
@@ -362,6 +373,8 @@ export const createHttpChainSink: SinkFactory = (plugin, ctx): Sink => {
     settles: true,
     carriesIds: true,
     sendsWire: true,
+    // a closed batch keeps its body alone; the NDJSON fallback reads its entries back from the frames
+    framesSuffice: true,
     wireVersion: () => version,
     linkUp: () => !poster.failing(),
     linkDown: () => poster.down(),
@@ -379,7 +392,7 @@ export const createHttpChainSink: SinkFactory = (plugin, ctx): Sink => {
     },
     write(batch) {
       const items = framedItems(batch);
-      counters.synthesized += encodeFor(version, items, 0, items.length, Date.now(), ctx.pipeline);
+      counters.synthesized += encode(items, 0, items.length);
       if (version === PROTOCOL_V2) for (const item of items) builder.add(item, item.frameEnd - item.frameAt);
       else for (const item of items) builder.add(item, item.wireEnd - item.wireAt);
       // an idle link sends at once (latency); while a request is out, the batch fills until its
