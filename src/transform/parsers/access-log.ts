@@ -148,14 +148,21 @@ function parseAccess(combined: boolean, plain: boolean): Parsed | undefined {
   const time = readClfTimeIn(timeLine, timeFrom, timeTo);
   if (time === undefined) return undefined;
   const fields: Record<string, unknown> = { client };
-  let json = `{"client":${partJson(client, plain, headQuoteFree)}`;
-  if (user !== '-') {
-    fields.user = user;
-    json += `,"user":${partJson(user, plain, headQuoteFree)}`;
-  }
+  if (user !== '-') fields.user = user;
   fields.method = method;
   fields.path = path;
-  json += `,"method":${partJson(method, plain, headQuoteFree)},"path":${partJson(path, plain, headQuoteFree)}`;
+  let json: string;
+  // the common line, whose head's parts need no escaping: their JSON in one string, not one a part
+  if (plain && headQuoteFree) {
+    json =
+      user === '-'
+        ? `{"client":"${client}","method":"${method}","path":"${path}"`
+        : `{"client":"${client}","user":"${user}","method":"${method}","path":"${path}"`;
+  } else {
+    json = `{"client":${partJson(client, plain, headQuoteFree)}`;
+    if (user !== '-') json += `,"user":${partJson(user, plain, headQuoteFree)}`;
+    json += `,"method":${partJson(method, plain, headQuoteFree)},"path":${partJson(path, plain, headQuoteFree)}`;
+  }
   if (protocol !== undefined && protocol !== '') {
     fields.protocol = protocol;
     json += `,"protocol":${partJson(protocol, plain, true)}`;
