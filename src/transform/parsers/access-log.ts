@@ -165,7 +165,7 @@ function parseAccess(combined: boolean, plain: boolean): Parsed | undefined {
   }
   if (protocol !== undefined && protocol !== '') {
     fields.protocol = protocol;
-    json += `,"protocol":${partJson(protocol, plain, true)}`;
+    json += plain ? `,"protocol":"${protocol}"` : `,"protocol":${jsonString(protocol)}`;
   }
   // three ASCII digits (both readers make sure): their number without Number's parse
   fields.status = (status.charCodeAt(0) - 48) * 100 + (status.charCodeAt(1) - 48) * 10 + (status.charCodeAt(2) - 48);
@@ -177,11 +177,11 @@ function parseAccess(combined: boolean, plain: boolean): Parsed | undefined {
   if (combined) {
     if (referrer !== '-') {
       fields.referrer = referrer;
-      json += `,"referrer":${partJson(referrer, plain, true)}`;
+      json += plain ? `,"referrer":"${referrer}"` : `,"referrer":${jsonString(referrer)}`;
     }
     if (agent !== '-') {
       fields.user_agent = agent;
-      json += `,"user_agent":${partJson(agent, plain, true)}`;
+      json += plain ? `,"user_agent":"${agent}"` : `,"user_agent":${jsonString(agent)}`;
     }
   }
   return { fields, time, promote: false, text: json, quotedAscii: plain };
