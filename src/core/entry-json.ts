@@ -286,7 +286,11 @@ export function entryJson(e: Entry, time: number, source: string, message: strin
   if (e.fieldsText === undefined && !e.plainFields && !(withId && typeof e.id === 'string') && !(e.fields && hasKeys(e.fields)) && message !== e.quotedAscii && PLAIN_ASCII.test(message)) {
     return withHead && !e.level ? `${lastHeadMessage}${message}"}` : `${s},"message":"${message}"}`;
   }
-  if (message === e.quotedAscii) s += `,"message":${quotedAsciiJson(message)}`;
+  if (message === e.quotedAscii) {
+    // a parsed line's usual end (its fields' text, no id) in one piece with the message
+    if (e.fieldsText !== undefined && !e.plainFields && !(withId && typeof e.id === 'string')) return `${s},"message":${quotedAsciiJson(message)},"fields":${e.fieldsText}}}`;
+    s += `,"message":${quotedAsciiJson(message)}`;
+  }
   // the common message, printable ASCII without `"` or `\`, in one piece with its key and quotes
   else s += PLAIN_ASCII.test(message) ? `,"message":"${message}"` : `,"message":${jsonString(message)}`;
   if (e.plainFields) s += plainFieldsJson(e.fields as PlainFields);

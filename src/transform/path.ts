@@ -245,6 +245,7 @@ export function compileSet(path: Path): Setter {
     const keyText = `,${jsonString(last)}:`;
     // the last value written and its JSON: a path's values mostly repeat (a route, a service name)
     let lastValue: unknown;
+    /** the key's text and the last value's JSON, together: one string added to the fields' text */
     let lastJson: string | undefined;
     // a new key of a primitive value extends the fields' text (its place is last, as in the object's order)
     return (e, v) => {
@@ -257,11 +258,12 @@ export function compileSet(path: Path): Setter {
           let json: string | undefined;
           if (v === lastValue) json = lastJson;
           else {
-            json = primitiveJson(v);
+            const value = primitiveJson(v);
+            json = value === undefined ? undefined : keyText + value;
             lastValue = v;
             lastJson = json;
           }
-          if (json !== undefined) e.fieldsText = text + keyText + json;
+          if (json !== undefined) e.fieldsText = text + json;
         }
         fields[last] = v;
       }

@@ -28,6 +28,12 @@ export function readClfTime(text: string): number | undefined {
   return t;
 }
 
+/** readClfTime of `line` from `from` to `to`: the last time read again is known without a slice of it. */
+export function readClfTimeIn(line: string, from: number, to: number): number | undefined {
+  if (to - from === lastClfText.length && line.startsWith(lastClfText, from)) return lastClfMs;
+  return readClfTime(from === 0 && to === line.length ? line : line.slice(from, to));
+}
+
 /** A value written to `time`, as epoch ms; undefined when it is none of the accepted forms. */
 export function readTime(v: unknown): number | undefined {
   if (typeof v === 'number') {

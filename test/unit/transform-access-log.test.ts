@@ -6,6 +6,7 @@
 import test from 'ava';
 import fc from 'fast-check';
 import { parseAccessByPattern, parseAccessLine } from '../../src/transform/parsers/access-log.js';
+import { readClfTime, readClfTimeIn } from '../../src/transform/time.js';
 
 /** Characters the pattern's parts turn on, and a few that make a line not plain. */
 const tricky = fc.constantFrom(' ', ' ', '"', '"', '[', ']', '-', '0', '7', 'a', 'Z', '/', '\t', '\\', 'é', '\u00a0');
@@ -46,12 +47,35 @@ const line = fc
       p.tail,
   );
 
+// the common part of both patterns (src/transform/parsers/access-log.ts), written out again
+const HEAD = /^(\S+) \S+ (\S+) \[([^\]]+)\] "(\S+) (\S+)(?: ([^"]*))?" (\d{3}) (\d+|-)/;
+
+test('the time of a part of a line is the time of that part sliced off, the last one read or not', (t) => {
+  const times = fc.constantFrom('10/Oct/2000:13:55:36 -0700', '14/Nov/2023:22:13:20 +0000', '14/Nov/2023:22:13:2', '4/Nov/2023:22:13:20 +0000', 'x');
+  fc.assert(
+    fc.property(fc.string({ maxLength: 3 }), times, fc.string({ maxLength: 3 }), fc.boolean(), (before, time, after, again) => {
+      const line = before + time + after;
+      if (again) readClfTime(time);
+      t.is(readClfTimeIn(line, before.length, before.length + time.length), readClfTime(time));
+      t.is(readClfTimeIn(time, 0, time.length), readClfTime(time));
+    }),
+    { numRuns: 2_000 },
+  );
+});
+
 test('an access log line read by indexOf gives what its pattern gives, for both formats', (t) => {
   let parsed = 0;
   fc.assert(
     fc.property(fc.boolean(), line, (combined, text) => {
       const want = parseAccessByPattern(text, combined);
-      if (want !== undefined) parsed++;
+      if (want !== undefined) {
+        parsed++;
+        // the shared reading of the parts, against the pattern's groups read the plain way
+        const m = HEAD.exec(text)!;
+        t.is(want.fields.status, Number(m[7]), JSON.stringify(text));
+        t.is(want.time, readClfTime(m[3]!), JSON.stringify(text));
+        t.deepEqual(JSON.parse(`${want.text!}}`), want.fields, JSON.stringify(text));
+      }
       t.deepEqual(parseAccessLine(text, combined), want, JSON.stringify(text));
     }),
     { numRuns: 20_000 },

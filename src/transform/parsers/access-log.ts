@@ -4,7 +4,7 @@
 // one look at the line tells which values need no escaping.
 
 import { jsonString, primitiveJson, QUOTED_ASCII } from '../../core/entry-json.js';
-import { readClfTime } from '../time.js';
+import { readClfTimeIn } from '../time.js';
 import type { Parsed } from './types.js';
 
 // client ident user [time] "method path protocol" status bytes
@@ -32,7 +32,10 @@ function digitsJson(d: string): string {
  */
 let client = '';
 let user = '';
-let timeText = '';
+/** the time's text: timeLine from timeFrom to timeTo (no slice made when it is the last one read) */
+let timeLine = '';
+let timeFrom = 0;
+let timeTo = 0;
 let method = '';
 let path = '';
 let protocol: string | undefined;
@@ -48,7 +51,9 @@ function fromMatch(m: RegExpExecArray, combined: boolean): void {
   headQuoteFree = false;
   client = m[1]!;
   user = m[2]!;
-  timeText = m[3]!;
+  timeLine = m[3]!;
+  timeFrom = 0;
+  timeTo = timeLine.length;
   method = m[4]!;
   path = m[5]!;
   protocol = m[6];
@@ -121,38 +126,49 @@ function scan(s: string, combined: boolean): number {
     if (g < 0) return NO_MATCH;
   } else if (k !== s.length && s.charCodeAt(k) !== 32) return NO_MATCH; // (?:$|\s)
   client = s.slice(0, a);
-  user = s.slice(b + 1, c);
-  timeText = s.slice(c + 2, d);
+  // a `-` part (absent) is the constant, not a slice of its own
+  user = c === b + 2 && s.charCodeAt(b + 1) === 45 ? '-' : s.slice(b + 1, c);
+  timeLine = s;
+  timeFrom = c + 2;
+  timeTo = d;
   method = s.slice(d + 3, e);
   path = s.slice(e + 1, f);
   protocol = s.slice(f + 1, quote);
   status = s.slice(quote + 2, quote + 5);
-  bytes = s.slice(bytesAt, k);
+  bytes = k === bytesAt + 1 && s.charCodeAt(bytesAt) === 45 ? '-' : s.slice(bytesAt, k);
   if (combined) {
-    referrer = s.slice(k + 2, r);
-    agent = s.slice(r + 3, g);
+    referrer = r === k + 3 && s.charCodeAt(k + 2) === 45 ? '-' : s.slice(k + 2, r);
+    agent = g === r + 4 && s.charCodeAt(r + 3) === 45 ? '-' : s.slice(r + 3, g);
   }
   return MATCHED;
 }
 
 /** The fields of the parts read (module state) of `text`; undefined when its time is none. */
 function parseAccess(combined: boolean, plain: boolean): Parsed | undefined {
-  const time = readClfTime(timeText);
+  const time = readClfTimeIn(timeLine, timeFrom, timeTo);
   if (time === undefined) return undefined;
   const fields: Record<string, unknown> = { client };
-  let json = `{"client":${partJson(client, plain, headQuoteFree)}`;
-  if (user !== '-') {
-    fields.user = user;
-    json += `,"user":${partJson(user, plain, headQuoteFree)}`;
-  }
+  if (user !== '-') fields.user = user;
   fields.method = method;
   fields.path = path;
-  json += `,"method":${partJson(method, plain, headQuoteFree)},"path":${partJson(path, plain, headQuoteFree)}`;
+  let json: string;
+  // the common line, whose head's parts need no escaping: their JSON in one string, not one a part
+  if (plain && headQuoteFree) {
+    json =
+      user === '-'
+        ? `{"client":"${client}","method":"${method}","path":"${path}"`
+        : `{"client":"${client}","user":"${user}","method":"${method}","path":"${path}"`;
+  } else {
+    json = `{"client":${partJson(client, plain, headQuoteFree)}`;
+    if (user !== '-') json += `,"user":${partJson(user, plain, headQuoteFree)}`;
+    json += `,"method":${partJson(method, plain, headQuoteFree)},"path":${partJson(path, plain, headQuoteFree)}`;
+  }
   if (protocol !== undefined && protocol !== '') {
     fields.protocol = protocol;
-    json += `,"protocol":${partJson(protocol, plain, true)}`;
+    json += plain ? `,"protocol":"${protocol}"` : `,"protocol":${jsonString(protocol)}`;
   }
-  fields.status = Number(status);
+  // three ASCII digits (both readers make sure): their number without Number's parse
+  fields.status = (status.charCodeAt(0) - 48) * 100 + (status.charCodeAt(1) - 48) * 10 + (status.charCodeAt(2) - 48);
   json += `,"status":${digitsJson(status)}`;
   if (bytes !== '-') {
     fields.bytes = Number(bytes);
@@ -161,11 +177,11 @@ function parseAccess(combined: boolean, plain: boolean): Parsed | undefined {
   if (combined) {
     if (referrer !== '-') {
       fields.referrer = referrer;
-      json += `,"referrer":${partJson(referrer, plain, true)}`;
+      json += plain ? `,"referrer":"${referrer}"` : `,"referrer":${jsonString(referrer)}`;
     }
     if (agent !== '-') {
       fields.user_agent = agent;
-      json += `,"user_agent":${partJson(agent, plain, true)}`;
+      json += plain ? `,"user_agent":"${agent}"` : `,"user_agent":${jsonString(agent)}`;
     }
   }
   return { fields, time, promote: false, text: json, quotedAscii: plain };
