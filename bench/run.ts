@@ -9,6 +9,10 @@
 // ends when the null sink's worker has read the whole file (its `rchar` in /proc; the null sink
 // is synchronous, so reading and delivering end within one read) or when the file sink's output
 // has the input's size. The status report's counters then confirm that every entry arrived.
+// Beside each node's rate, the CPU time (user + system, all threads) its workers and its primary
+// spent in that window per entry: on a shared or virtual machine the rate moves with what else
+// runs (the same build read 225,000 and 352,000 CRI entries/s in one minute, at the same 2.5 s of
+// worker CPU), the CPU per entry hardly; compare builds by both.
 
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -17,7 +21,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { fileSinkToml, fileSourceToml, sinkToml } from '../test/helpers/toml.js';
 import { writeCriInput, writeInput, writeJavaInput, JAVA_TRACE_LINES } from './input.js';
-import { bytesRead, childPids, peakRss, until } from './proc.js';
+import { bytesRead, childPids, cpuMs, peakRss, until } from './proc.js';
 import { markdownTable } from './report.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -72,6 +76,9 @@ interface Result {
   readonly entries: number;
   readonly ms: number;
   readonly peakRss: number;
+  /** CPU time (user + system) of the node's workers and of its primary over the timed window, ms; 0 for the bare Node rows */
+  readonly workerCpuMs: number;
+  readonly primaryCpuMs: number;
   readonly note: string;
 }
 
@@ -140,6 +147,8 @@ async function runScenario(sc: Scenario, inputs: readonly string[], inputBytes: 
     // the sources have started once they report their counters
     for (const n of names) await until(() => node.records.some((r) => r.pipeline === n && 'sources.in.total_entries' in r), 'first status report', 10_000);
     const base = workers.map(bytesRead);
+    const cpu0 = workers.reduce((n, w) => n + cpuMs(w), 0);
+    const primary0 = cpuMs(node.child.pid!);
     const t0 = performance.now();
     for (const [i, w] of watches.entries()) {
       const to = join(w, 'input.log');
@@ -149,6 +158,8 @@ async function runScenario(sc: Scenario, inputs: readonly string[], inputBytes: 
     const done = sc.sink === 'null' ? () => workers.every((w, i) => bytesRead(w) - base[i]! >= inputBytes) : () => dirBytes(outDir) >= inputBytes;
     await until(done, `${sc.title}: all input delivered`, SCENARIO_DEADLINE_MS, 2);
     const ms = performance.now() - t0;
+    const workerCpuMs = workers.reduce((n, w) => n + cpuMs(w), 0) - cpu0;
+    const primaryCpuMs = cpuMs(node.child.pid!) - primary0;
     const rss = Math.max(...workers.map(peakRss));
     let entries = 0;
     let dropped = 0;
@@ -163,7 +174,7 @@ async function runScenario(sc: Scenario, inputs: readonly string[], inputBytes: 
       dropped += (report['total_dropped_by_sink'] as number) + (report['sources.in.dropped_entries'] as number);
     }
     const note = `processed ${entries}, dropped ${dropped}`;
-    return { title: sc.title, entries, ms, peakRss: rss, note };
+    return { title: sc.title, entries, ms, peakRss: rss, workerCpuMs, primaryCpuMs, note };
   } finally {
     await stopNode(node);
     for (const [from, to] of moved) renameSync(from, to);
@@ -180,8 +191,8 @@ function runBaseline(input: string, output: string, json = false): Result {
   const out = JSON.parse(r.stdout) as { ms: number; lines: number; peak_rss: number };
   const to = output === '/dev/null' ? '/dev/null' : 'file';
   return json
-    ? { title: `bare Node JSON.stringify NDJSON → ${to}`, entries: out.lines, ms: out.ms, peakRss: out.peak_rss, note: 'read, split, JSON.stringify, write' }
-    : { title: `bare Node → ${to}`, entries: out.lines, ms: out.ms, peakRss: out.peak_rss, note: 'read, split, write' };
+    ? { title: `bare Node JSON.stringify NDJSON → ${to}`, entries: out.lines, ms: out.ms, peakRss: out.peak_rss, workerCpuMs: 0, primaryCpuMs: 0, note: 'read, split, JSON.stringify, write' }
+    : { title: `bare Node → ${to}`, entries: out.lines, ms: out.ms, peakRss: out.peak_rss, workerCpuMs: 0, primaryCpuMs: 0, note: 'read, split, write' };
 }
 
 /**
@@ -216,12 +227,15 @@ function medianResult(runs: readonly Result[]): Result {
   const sorted = [...runs].sort((a, b) => rate(a) - rate(b));
   const mid = sorted[Math.floor(sorted.length / 2)]!;
   if (runs.length === 1) return mid;
+  // CPU time hardly moves with the machine's other load where wall-clock rates do: its own median
+  const mid2 = (pick: (r: Result) => number) => [...runs].map(pick).sort((a, b) => a - b)[Math.floor(runs.length / 2)]!;
+  const cpu = { workerCpuMs: mid2((r) => r.workerCpuMs), primaryCpuMs: mid2((r) => r.primaryCpuMs) };
   const range = `${Math.round(rate(sorted[0]!)).toLocaleString('en-US')}–${Math.round(rate(sorted.at(-1)!)).toLocaleString('en-US')}/s`;
-  return { ...mid, note: `${mid.note}; rounds ${range}` };
+  return { ...mid, ...cpu, note: `${mid.note}; rounds ${range}` };
 }
 
 function table(results: readonly Result[], inputBytes: number, baseNull: Result, baseFile: Result, baseJson: Result): string {
-  const head = ['scenario', 'entries', 'seconds', 'entries/s', 'MiB/s', 'peak RSS MiB', 'vs bare Node', 'note'];
+  const head = ['scenario', 'entries', 'seconds', 'entries/s', 'MiB/s', 'worker CPU µs/entry', 'primary CPU µs/entry', 'peak RSS MiB', 'vs bare Node', 'note'];
   const plainJson = results.find((r) => r.title === 'file → json → null');
   const rows = results.map((r) => {
     const rate = r.entries / (r.ms / 1000);
@@ -238,6 +252,8 @@ function table(results: readonly Result[], inputBytes: number, baseNull: Result,
       Math.round(rate).toLocaleString('en-US'),
       // in plain lines' bytes (a CRI line carries its prefix on top)
       (((inputBytes / LINES) * (lineRate / rate) * r.entries) / MiB / (r.ms / 1000)).toFixed(1),
+      r.workerCpuMs > 0 ? ((r.workerCpuMs * 1000) / r.entries).toFixed(2) : '',
+      r.workerCpuMs > 0 ? ((r.primaryCpuMs * 1000) / r.entries).toFixed(3) : '',
       (r.peakRss / MiB).toFixed(1),
       r === base ? '100 %' : `${((rate / baseRate) * 100).toFixed(0)} % of ${base.title}`,
       r.note + vsPlain,
@@ -277,7 +293,7 @@ async function main(): Promise<void> {
           results.push(own ? await runScenario(sc, [own.path], own.bytes, work, own.entries) : await runScenario(sc, [input, second], inputBytes, work));
         } catch (err) {
           process.stderr.write(`${sc.title}: ${(err as Error).message}\n`);
-          results.push({ title: sc.title, entries: 0, ms: Number.POSITIVE_INFINITY, peakRss: 0, note: `failed: ${(err as Error).message}` });
+          results.push({ title: sc.title, entries: 0, ms: Number.POSITIVE_INFINITY, peakRss: 0, workerCpuMs: 0, primaryCpuMs: 0, note: `failed: ${(err as Error).message}` });
         }
       }
       rounds.push(results);
