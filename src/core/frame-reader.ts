@@ -1,10 +1,13 @@
 // Chain protocol version 2, the reading end: cuts a byte stream into the frames entry-frame.ts
-// writes (the format is in docs/protocol.md) and makes entries and reports of them. An ASCII
+// writes (the format is in docs/protocol.md) and makes entries and reports of them, or, where the
+// pipeline needs no entry (a relay), carries an entry frame on as it came (passFrame). An ASCII
 // frame's strings are slices of one Latin-1 text per read, so a string costs no decode of its own.
 
 import type { Entry } from './entry.js';
 import { isTime, parseJsonText } from './entry.js';
-import { ASCII, BODY_HEAD_BYTES, FRAME_ENTRY, type FramedItem, HAS_FIELDS, HAS_ID, HAS_NODE, KNOWN_FLAGS, LENGTH_BYTES, LEVELS, NEGATIVE_TIME, readLength, readTime } from './entry-frame.js';
+import { hasKeys } from './entry-json.js';
+import { ASCII, BODY_HEAD_BYTES, FRAME_ENTRY, type FramedItem, HAS_FIELDS, HAS_ID, HAS_NODE, KNOWN_FLAGS, lastBytes, LENGTH_BYTES, LEVELS, NEGATIVE_TIME, putLength, putTime, readLength, readTime, slabOffset, slabTaken, slabWith } from './entry-frame.js';
+import type { Utf8Writer } from './lines-buffer.js';
 
 // ── Decoding ──────────────────────────────────────────────────────────────────────────────────
 
@@ -296,4 +299,116 @@ export function restoreEntries(items: readonly FramedItem[], from: number, to: n
 /** The report a report frame carries (unchecked: see asNodeReport); undefined when it is no JSON. */
 export function reportOfFrame(f: Frame): unknown {
   return parseJsonText(stringOf(f, f.at + 1, f.end, false));
+}
+
+// ── Carrying a frame on ───────────────────────────────────────────────────────────────────────
+
+/**
+ * A received entry carried on as its frame (passFrame): a sink item without its entry or line, as
+ * releaseEntries leaves one (a sink that must send version 1 decodes it: restoreEntries), with the
+ * entry's id when the pipeline's dedup window needs it (or when passFrame stamped one).
+ */
+export interface PassedItem extends FramedItem {
+  readonly id: string | undefined;
+}
+
+/** The bytes of what a node stamps on the frames it carries on: its link's node, its pipeline's name. */
+const stampedNode = lastBytes();
+const stampedSource = lastBytes();
+
+/** Pieces up to this many bytes are copied by a loop: Buffer#copy of a part of a Buffer makes a view first. */
+const LOOP_COPY_BYTES = 48;
+
+/** Copies `from[start..end)` to `to` at `at`; returns the end. */
+function copyBytes(from: Buffer, start: number, end: number, to: Buffer, at: number): number {
+  const n = end - start;
+  if (n > LOOP_COPY_BYTES) return at + from.copy(to, at, start, end);
+  for (let i = 0; i < n; i++) to[at + i] = from[start + i]!;
+  return at + n;
+}
+
+/**
+ * Carries an entry frame on without decoding it: where decodeEntryFrame would decode it (undefined
+ * where that would be undefined, a parse error), writes the frame this node would write for the
+ * entry decoded (encodeFrames after decodeEntryFrame): the bytes received, with what the receiving
+ * node puts in spliced in — `node` when the frame has none, the next id of `nextId` (the pipeline
+ * stamps ids) when it has none, `fallbackSource` for an empty source, `now` for a time out of
+ * range — and an empty `fields` object left out. The message, the id, the level and the fields go
+ * on as they came (fields are parsed only to be checked, as the decode does). The frame goes into
+ * the pipeline's current slab, where encodeFrames writes, so a relay's consecutive entries still
+ * lie next to each other and leave in one write. `id`: what frameIdOf read, when it was read.
+ */
+export function passFrame(f: Frame, node: string | undefined, now: number, fallbackSource: string, nextId: (() => string) | undefined, id: string | undefined): PassedItem | undefined {
+  const { buf, end } = f;
+  const head = f.at;
+  if (buf[head] !== FRAME_ENTRY || end - head < BODY_HEAD_BYTES) return undefined;
+  const flags = buf[head + 1]!;
+  const levelCode = buf[head + 2]!;
+  if ((flags & ~KNOWN_FLAGS) !== 0 || levelCode >= LEVELS.length) return undefined;
+  const ascii = (flags & ASCII) !== 0;
+  // each string: its length, then its bytes; -1 once one runs past the frame (as in decodeEntryFrame)
+  const idAt = head + BODY_HEAD_BYTES;
+  const sourceAt = flags & HAS_ID ? stringEnd(buf, idAt, end) : idAt;
+  const nodeAt = stringEnd(buf, sourceAt, end);
+  const fieldsAt = flags & HAS_NODE ? stringEnd(buf, nodeAt, end) : nodeAt;
+  let messageAt = fieldsAt;
+  let keepFields = false;
+  if (flags & HAS_FIELDS) {
+    messageAt = stringEnd(buf, fieldsAt, end);
+    if (messageAt < 0) return undefined;
+    const fields = parseJsonText(stringOf(f, fieldsAt + LENGTH_BYTES, messageAt, ascii));
+    if (typeof fields !== 'object' || fields === null || Array.isArray(fields)) return undefined;
+    // the decoded entry's empty fields are written as none
+    keepFields = hasKeys(fields);
+  }
+  if (messageAt < 0) return undefined;
+  const magnitude = readTime(buf, head + 3);
+  const t = flags & NEGATIVE_TIME ? -magnitude : magnitude;
+  const ms = isTime(t) ? t : Math.trunc(now);
+  const ownNode = (flags & HAS_NODE) !== 0 && fieldsAt - nodeAt > LENGTH_BYTES;
+  const newNode = !ownNode && node ? stampedNode(node) : undefined;
+  const newSource = nodeAt - sourceAt === LENGTH_BYTES ? stampedSource(fallbackSource) : undefined;
+  const newId = (flags & HAS_ID) === 0 && nextId ? nextId() : undefined;
+  const bound = LENGTH_BYTES + (end - head) + (newNode?.bytes.length ?? 0) + (newSource?.bytes.length ?? 0) + (newId === undefined ? 0 : LENGTH_BYTES + 3 * newId.length);
+  const out: Utf8Writer = slabWith(bound);
+  const start = slabOffset();
+  const body = start + LENGTH_BYTES;
+  let outAscii = ascii;
+  let outFlags = ms < 0 ? NEGATIVE_TIME : 0;
+  out[body] = FRAME_ENTRY;
+  out[body + 2] = levelCode;
+  putTime(out, body + 3, ms);
+  let at = body + BODY_HEAD_BYTES;
+  if (flags & HAS_ID) {
+    at = copyBytes(buf, idAt, sourceAt, out, at);
+    outFlags |= HAS_ID;
+  } else if (newId !== undefined) {
+    const n = out.utf8Write(newId, at + LENGTH_BYTES);
+    putLength(out, at, n);
+    if (n !== newId.length) outAscii = false;
+    at += LENGTH_BYTES + n;
+    outFlags |= HAS_ID;
+  }
+  if (newSource) {
+    at = copyBytes(newSource.bytes, 0, newSource.bytes.length, out, at);
+    if (!newSource.ascii) outAscii = false;
+  } else at = copyBytes(buf, sourceAt, nodeAt, out, at);
+  if (ownNode) {
+    at = copyBytes(buf, nodeAt, fieldsAt, out, at);
+    outFlags |= HAS_NODE;
+  } else if (newNode) {
+    at = copyBytes(newNode.bytes, 0, newNode.bytes.length, out, at);
+    if (!newNode.ascii) outAscii = false;
+    outFlags |= HAS_NODE;
+  }
+  if (keepFields) {
+    at = copyBytes(buf, fieldsAt, messageAt, out, at);
+    outFlags |= HAS_FIELDS;
+  }
+  at = copyBytes(buf, messageAt, end, out, at);
+  out[body + 1] = outAscii ? outFlags | ASCII : outFlags;
+  putLength(out, start, at - body);
+  slabTaken(at);
+  // the weight of the item against buffer_max_bytes: the raw format's line, the message (FrameCarrier)
+  return { entry: undefined as unknown as Entry, line: '', ticket: undefined, paths: 0, wireBuf: undefined, wireAt: 0, wireEnd: 0, wireCompleted: false, frameBuf: out, frameAt: start, frameEnd: at, frameCompleted: false, lineBytes: end - messageAt, id: newId ?? id };
 }
