@@ -67,8 +67,8 @@ export const TCP_CHAIN_SOURCE: PluginSpec = {
 
 export const createTcpChainSource: SourceFactory = (plugin, ctx): Source => {
   const cfg = chainSourceConfig<TcpChainSourceConfig>(plugin, TCP_CHAIN_SOURCE);
-  /** `bytes_received`: bytes read off the links as they came (compressed or not) */
-  const counters = { ...chainSourceCounters(), ...reportSourceCounters(), bytes_received: 0 };
+  /** `bytes_received`: bytes read off the links as they came (compressed or not); `carried_entries`: of total_entries, those sent on as their frames (ctx.frames) */
+  const counters = { ...chainSourceCounters(), ...reportSourceCounters(), bytes_received: 0, carried_entries: 0 };
   const { tlsOptions, authorize } = serverSecurity('source', plugin.id, cfg, ctx, counters);
   const links = new Set<Link>();
   /** connections accepted before start(): they wait, unread */
@@ -134,6 +134,7 @@ export const createTcpChainSource: SourceFactory = (plugin, ctx): Source => {
       if (carried.length > 0) {
         const c = carried;
         carried = [];
+        counters.carried_entries += c.length;
         ctx.frames!.emit(c, done);
         return;
       }
