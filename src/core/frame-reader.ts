@@ -398,8 +398,11 @@ export function passFrame(f: Frame, node: string | undefined, now: number, fallb
   let out: Utf8Writer = slabWith(bound);
   let start = slabOffset();
   if (stage.read !== f.read || stage.slab !== out || stage.at !== start || end > stage.end || start + bound > frameStart + stage.delta) {
-    // this frame and the read's next ones (up to STAGE_BYTES), copied beyond where they go, with room for their stamps
-    const n = Math.max(end, Math.min(f.limit, frameStart + STAGE_BYTES)) - frameStart;
+    // this frame and the read's next ones (up to STAGE_BYTES, or what the slab has room for, so no
+    // slab is left part empty), copied beyond where they go, a quarter more room ahead for stamps
+    let n = Math.max(end, Math.min(f.limit, frameStart + STAGE_BYTES)) - frameStart;
+    const fits = Math.floor(((out.length - start - bound) * 4) / 5);
+    if (fits >= end - frameStart) n = Math.min(n, fits);
     const lead = bound + (n >> 2);
     out = slabWith(lead + n);
     start = slabOffset();
