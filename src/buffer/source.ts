@@ -74,7 +74,8 @@ export function withBuffer(factory: SourceFactory, plugin: PluginConfig, ctx: So
     if (!b?.full) return undefined;
     return b.isFailing ? 'disk buffer cannot write' : 'disk buffer full';
   };
-  const source = factory(plugin, { ...ctx, emit, isSaturated: blocking, saturationReason });
+  // entries go into the buffer: none is carried past it as a frame
+  const source = factory(plugin, { ...ctx, emit, isSaturated: blocking, saturationReason, frames: undefined });
   at.source = source;
   const table = checkBuffer(plugin);
   at.cfg = table;

@@ -154,7 +154,7 @@ export function readLength(buf: Buffer, at: number): number {
 }
 
 /** `ms` (a whole number, |ms| < 2^53) as TIME_BYTES bytes of 7 bits; its sign goes in the flags. */
-function putTime(buf: Buffer, at: number, ms: number): void {
+export function putTime(buf: Buffer, at: number, ms: number): void {
   const abs = Math.abs(ms);
   const hi = Math.floor(abs / 0x10000000);
   const lo = abs - hi * 0x10000000;
@@ -193,13 +193,13 @@ function putString(buf: Utf8Writer, at: number, s: string): number {
 }
 
 /** A string's bytes with their length prefix, and whether they are ASCII. */
-interface StringBytes {
+export interface StringBytes {
   readonly bytes: Buffer;
   readonly ascii: boolean;
 }
 
 /** The bytes of the last value: a file's lines share their source, a relay's link their node. */
-function lastBytes(): (value: string) => StringBytes {
+export function lastBytes(): (value: string) => StringBytes {
   let last: string | undefined;
   let out: StringBytes = { bytes: Buffer.alloc(LENGTH_BYTES), ascii: true };
   return (value) => {
@@ -283,6 +283,22 @@ function frameBound(e: Entry, fields: string | undefined, fallbackSource: string
 const SLAB_BYTES = 128 * 1024;
 let slab = Buffer.alloc(0) as Utf8Writer;
 let slabAt = 0;
+
+/**
+ * The current slab with room for `bound` bytes from slabOffset() (a new slab when it has not):
+ * for a frame written elsewhere (passFrame, frame-reader.ts); slabTaken(end) then claims them.
+ */
+export function slabWith(bound: number): Utf8Writer {
+  if (slab.length - slabAt < bound) {
+    slab = Buffer.allocUnsafe(Math.max(SLAB_BYTES, bound)) as Utf8Writer;
+    slabAt = 0;
+  }
+  return slab;
+}
+export const slabOffset = (): number => slabAt;
+export function slabTaken(end: number): void {
+  slabAt = end;
+}
 
 /**
  * Gives every item of `items[from..to)` its frame (`frameBuf[frameAt..frameEnd)`): the ones no

@@ -4,6 +4,7 @@
 
 import type { Counters } from './counters.js';
 import type { Entry } from './entry.js';
+import type { PassedItem } from './frame-reader.js';
 import type { Logger } from './log.js';
 import type { NodeReport } from './node-report.js';
 import type { PluginConfig } from './plugin-config.js';
@@ -32,6 +33,12 @@ export interface SourceContext {
    * the line undecoded; what it does emit still passes the window as usual.
    */
   readonly duplicate?: (id: string, now: number) => boolean;
+  /**
+   * Set when the pipeline can carry an entry a chain source received as a version 2 frame on as
+   * that frame, without decoding it and encoding it again (a relay): see FrameCarrier. Never set
+   * for a source behind a disk buffer (which keeps entries).
+   */
+  readonly frames?: FrameCarrier;
   /** True while a blocking sink is full; sources that can pause stop reading until resume(). */
   isSaturated(): boolean;
   /**
@@ -44,6 +51,23 @@ export interface SourceContext {
    * what a source that answers its senders (503) tells them; undefined otherwise.
    */
   readonly saturationReason?: () => string | undefined;
+}
+
+/**
+ * What a pipeline offers a chain source for frames it need not decode (DESIGN.md §25): it has no
+ * flow stage but dedup that looks at an entry, no routes, the `raw` format, and every sink is a
+ * chain sink that needs no more of an entry than its frame (Sink.framesSuffice).
+ */
+export interface FrameCarrier {
+  /**
+   * True while every sink sends version 2 frames: what the source reads now may go on as frames
+   * (passFrame, core/frame-reader.ts). A link that turns to version 1 later decodes what it holds.
+   */
+  active(): boolean;
+  /** Set when the pipeline stamps ids (DESIGN.md §14): the id for a frame that has none. */
+  readonly nextId: (() => string) | undefined;
+  /** As emit, for frames passFrame carried on: counted by the flow, offered to the sinks. */
+  emit(items: PassedItem[], done?: () => void): void;
 }
 
 export interface Source {

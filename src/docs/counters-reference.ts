@@ -111,6 +111,11 @@ export const COUNTER_SECTIONS: readonly CounterSection[] = [
         owners: ['tcp_chain', 'http_chain'],
         doc: 'node reports refused: not a report, or behind `auth` for a node the peer does not speak for (its `node` is not the peer\u2019s identity and its `via` does not end with it)',
       },
+      {
+        name: 'carried_entries',
+        owners: ['tcp_chain'],
+        doc: 'entries received as version 2 frames and sent on as those frames, undecoded (a relay: every sink a chain sink speaking version 2, no filter, rate limit, transform or route, the `raw` format, no disk buffer; see docs/protocol.md); the others are decoded and encoded again',
+      },
       { name: 'bytes_received', owners: ['tcp_chain', 'http_chain'], doc: 'bytes read off the links as they came (compressed or not, after TLS): `tcp_chain` the hellos and streams, `http_chain` the request bodies' },
       {
         name: 'rejected_requests',

@@ -28,6 +28,17 @@ export interface Flow {
   seen(id: string, now: number): boolean;
   /** The formatted line, or undefined when the entry is dropped (counted). */
   process(entry: Entry, now: number): string | undefined;
+  /**
+   * No stage but dedup looks at an entry (no rate limit, transforms or filters) and the format is
+   * `raw`: an entry a chain source received as a version 2 frame may go on as its frame, undecoded
+   * (`pass`), when the pipeline's sinks need no more (FrameCarrier, core/source.ts).
+   */
+  readonly carriesFrames: boolean;
+  /**
+   * An entry carried on as its frame: counted as `process` counts an entry; false when `id` is in
+   * the dedup window (a duplicate dropped, counted), which then learns it as `process` does.
+   */
+  pass(id: string | undefined, now: number): boolean;
   /** The pipeline's formatter alone (a dead letter's line). */
   format(entry: Entry): string;
 }
@@ -69,6 +80,7 @@ export function createFlow(cfg: FlowConfig, debugLog?: Logger, place?: FlowPlace
   const precheck = { left: PRECHECK_SPAN, hits: 0, skip: 0 };
   return {
     counters,
+    carriesFrames: !limiter && !transforms && filters.length === 0 && cfg.format.type === 'raw',
     rateLimiter: limiter,
     transforms,
     format,
@@ -120,6 +132,15 @@ export function createFlow(cfg: FlowConfig, debugLog?: Logger, place?: FlowPlace
       }
       counters.total_passed!++;
       return format(entry);
+    },
+    pass(id, now) {
+      counters.total_processed!++;
+      if (dedup && id !== undefined && dedup.check(id, now)) {
+        counters.duplicates_dropped!++;
+        return false;
+      }
+      counters.total_passed!++;
+      return true;
     },
   };
 }

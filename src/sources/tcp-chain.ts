@@ -1,7 +1,7 @@
 // `tcp_chain` source: the receiving end of a chain link (DESIGN.md §9). Each connection sends a
 // hello, then one JSON entry per line, or, when its hello offered version 2 (§25), one binary frame
-// per entry (core/frame-reader.ts); entries are emitted one batch per read and acknowledged
-// once they are done (every sink delivered them or dropped them with a count, DESIGN.md §15), in
+// per entry (core/frame-reader.ts), carried on undecoded where the pipeline needs no entry (a
+// relay: ctx.frames); entries are emitted one batch per read and acknowledged once they are done (every sink delivered them or dropped them with a count, DESIGN.md §15), in
 // order. A saturated pipeline pauses every connection (TCP backpressure).
 
 import type { Server, Socket } from 'node:net';
@@ -13,7 +13,7 @@ import { decodeEntry, trailingIdOf } from '../core/entry-line.js';
 import { reportSourceCounters, takeReport } from '../chain/reports.js';
 import { CHAIN_SOURCE_BUFFER_SIZE, type ChainSourceConfig, chainSourceConfig, chainSourceCounters, chainSourceFields } from '../net/source-config.js';
 import { FRAME_REPORT, PROTOCOL_V2 } from '../core/entry-frame.js';
-import { decodeEntryFrame, type Frame, frameIdOf, FrameReader, reportOfFrame } from '../core/frame-reader.js';
+import { decodeEntryFrame, type Frame, frameIdOf, FrameReader, passFrame, type PassedItem, reportOfFrame } from '../core/frame-reader.js';
 import type { PluginSpec } from '../config/spec.js';
 import { doneBy, InOrder } from '../core/ack.js';
 import type { Entry } from '../core/entry.js';
@@ -67,8 +67,8 @@ export const TCP_CHAIN_SOURCE: PluginSpec = {
 
 export const createTcpChainSource: SourceFactory = (plugin, ctx): Source => {
   const cfg = chainSourceConfig<TcpChainSourceConfig>(plugin, TCP_CHAIN_SOURCE);
-  /** `bytes_received`: bytes read off the links as they came (compressed or not) */
-  const counters = { ...chainSourceCounters(), ...reportSourceCounters(), bytes_received: 0 };
+  /** `bytes_received`: bytes read off the links as they came (compressed or not); `carried_entries`: of total_entries, those sent on as their frames (ctx.frames) */
+  const counters = { ...chainSourceCounters(), ...reportSourceCounters(), bytes_received: 0, carried_entries: 0 };
   const { tlsOptions, authorize } = serverSecurity('source', plugin.id, cfg, ctx, counters);
   const links = new Set<Link>();
   /** connections accepted before start(): they wait, unread */
@@ -115,19 +115,32 @@ export const createTcpChainSource: SourceFactory = (plugin, ctx): Source => {
       });
     }
     let batch: Entry[] = [];
+    /** version 2 frames carried on undecoded (ctx.frames): a batch of its own, never beside `batch` */
+    let carried: PassedItem[] = [];
+    /** the frames read now are carried on (ctx.frames was active when the read came) */
+    let carrying = false;
     /** a flush is set for the check phase of this turn of the loop */
     let flushing = false;
     /** lines of this batch dropped as duplicates before their decode: acknowledged with it */
     let skipped = 0;
     const flush = () => {
       flushing = false;
-      if (batch.length + skipped === 0) return;
+      const n = batch.length + carried.length + skipped;
+      if (n === 0) return;
+      counters.total_entries += n;
+      link.received += n;
+      skipped = 0;
+      const done = link.order.add(link.received);
+      if (carried.length > 0) {
+        const c = carried;
+        carried = [];
+        counters.carried_entries += c.length;
+        ctx.frames!.emit(c, done);
+        return;
+      }
       const b = batch;
       batch = [];
-      counters.total_entries += b.length + skipped;
-      link.received += b.length + skipped;
-      skipped = 0;
-      ctx.emit(b, link.order.add(link.received));
+      ctx.emit(b, done);
     };
     /** Takes the hello line; the codec the sink's stream then uses and whether it is frames, or undefined (refused). */
     const onHello = (line: string): { codec?: string; frames: boolean } | undefined => {
@@ -151,7 +164,7 @@ export const createTcpChainSource: SourceFactory = (plugin, ctx): Source => {
     let now = 0;
     /** A copy the dedup window already has, dropped before its decode: acknowledged with the batch. */
     const skipDuplicate = () => {
-      if (batch.length + ++skipped >= cfg.buffer_size) flush();
+      if (batch.length + carried.length + ++skipped >= cfg.buffer_size) flush();
     };
     /** A decoded entry into the batch; undefined (the line or frame was no entry) is a parse error. */
     const take = (entry: Entry | undefined) => {
@@ -161,6 +174,15 @@ export const createTcpChainSource: SourceFactory = (plugin, ctx): Source => {
       }
       batch.push(entry);
       if (batch.length + skipped >= cfg.buffer_size) flush();
+    };
+    /** A frame carried on into the batch; undefined (the frame was no entry) is a parse error. */
+    const carry = (item: PassedItem | undefined) => {
+      if (!item) {
+        counters.parse_errors++;
+        return;
+      }
+      carried.push(item);
+      if (carried.length + skipped >= cfg.buffer_size) flush();
     };
     const onLine = (line: string) => {
       if (link.closed) return;
@@ -182,6 +204,12 @@ export const createTcpChainSource: SourceFactory = (plugin, ctx): Source => {
         if (link.reports) takeReport(reportOfFrame(f), link.session?.auth_identity, counters, ctx.report);
         else counters.parse_errors++;
         return;
+      }
+      if (carrying) {
+        // the id as a string only for the dedup window
+        const id = ctx.duplicate ? frameIdOf(f) : undefined;
+        if (id !== undefined && ctx.duplicate!(id, now)) return skipDuplicate();
+        return carry(passFrame(f, link.node, now, ctx.pipeline, ctx.frames!.nextId, id));
       }
       const id = frameIdOf(f);
       if (ctx.duplicate && id !== undefined && ctx.duplicate(id, now)) return skipDuplicate();
@@ -230,6 +258,12 @@ export const createTcpChainSource: SourceFactory = (plugin, ctx): Source => {
     const onFrames = (bytes: Buffer) => {
       if (link.closed) return;
       now = Date.now();
+      // carried on or decoded, as the pipeline's sinks speak now; a batch is of one kind
+      const carry = ctx.frames?.active() === true;
+      if (carry !== carrying) {
+        if (batch.length + carried.length > 0) flush();
+        carrying = carry;
+      }
       afterRead(frames.push(bytes, onFrame), 'frame');
     };
     const readLines = (bytes: Buffer) => onText(decoder.write(bytes));

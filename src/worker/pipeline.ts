@@ -4,9 +4,11 @@
 
 import type { PipelineConfig } from '../config/schema.js';
 import { encodeAhead, type FramedItem, framedItem, PROTOCOL_V2, releaseEntries } from '../core/entry-frame.js';
-import { settle, settleAll } from '../core/ack.js';
+import { settle, settleAll, type Ticket } from '../core/ack.js';
 import type { Counters, PipelineCounters } from '../core/counters.js';
 import type { Entry } from '../core/entry.js';
+import type { PassedItem } from '../core/frame-reader.js';
+import type { FrameCarrier } from '../core/source.js';
 import { errorMessage, errorMessages } from '../core/errors.js';
 import type { NodeReport } from '../core/node-report.js';
 import { BoundedQueue } from '../core/queue.js';
@@ -22,6 +24,7 @@ import { bySinks, type Fanout, type SinkRunner } from './fanout.js';
 import { BuildError, type BuildOptions, type Pipeline } from './pipeline-api.js';
 import { loadPlugins, type Plugins } from './plugins.js';
 import { createRoutedFanout, transformCounters } from './routes.js';
+import { hasRoutes } from '../transform/routes.js';
 
 /** While the sources are paused, how often the pipeline looks again at which full sinks block, ms. */
 const SATURATION_RECHECK_MS = 200;
@@ -50,6 +53,8 @@ class AssembledPipeline implements Pipeline {
   private readonly wireAhead: boolean;
   /** every sink needs no more of an item than its version 2 frame, and none has a dead letter sink: entries are let go once framed */
   private readonly framesSuffice: boolean;
+  /** chain sources may carry received version 2 frames on undecoded (FrameCarrier): see carrier() */
+  private readonly carriesFrames: boolean;
   private saturated = false;
   private paused = false;
   private stopping = false;
@@ -85,6 +90,7 @@ class AssembledPipeline implements Pipeline {
     }, { counters: this.pipelineCounters });
     this.wireAhead = this.runners.some((r) => r.sink.sendsWire);
     this.framesSuffice = this.runners.length > 0 && this.runners.every((r) => r.sink.framesSuffice === true) && cfg.plugin_sinks.every((s) => s.dead_letter === undefined);
+    this.carriesFrames = this.framesSuffice && this.runners.every((r) => r.sink.sendsWire === true) && !hasRoutes(cfg.plugin_sinks) && this.flow?.carriesFrames === true;
     this.buildSources();
     this.sinks = this.runners.map((r) => r.sink);
   }
@@ -144,7 +150,8 @@ class AssembledPipeline implements Pipeline {
           if (ref.source) this.emitBatch(ref.source, ids, entries, done);
         };
         const duplicate = this.flow?.dedup ? this.flow.seen : undefined;
-        const ctx = { pipeline: cfg.name, log, checkOnly: opts.checkOnly, emit, isSaturated: () => this.saturated, idNode, node: opts.node, duplicate, report: opts.onReport };
+        const frames = this.carriesFrames ? this.carrier(ref, ids) : undefined;
+        const ctx = { pipeline: cfg.name, log, checkOnly: opts.checkOnly, emit, isSaturated: () => this.saturated, idNode, node: opts.node, duplicate, report: opts.onReport, frames };
         // a source with a disk buffer (DESIGN.md §23) is wrapped: its entries go through the buffer
         const source = this.plugins.withBuffer?.(factory, plugin, ctx, { dataDir: opts.dataDir ?? '', node: opts.node, window: bufferWindow }) ?? factory(plugin, ctx);
         ref.source = source;
@@ -154,6 +161,21 @@ class AssembledPipeline implements Pipeline {
         this.errors.push(...errorMessages(err));
       }
     }
+  }
+
+  /**
+   * What a source of this pipeline gets to carry version 2 frames on (a relay: every sink a chain
+   * sink, nothing in the flow that reads an entry): frames are carried while every sink sends
+   * version 2, with the source's own id sequence for a frame without an id.
+   */
+  private carrier(ref: { source?: Source }, ids: IdSequence | undefined): FrameCarrier {
+    return {
+      active: () => this.wireVersions() === 1 << PROTOCOL_V2,
+      nextId: ids ? () => ids.next() : undefined,
+      emit: (items, done) => {
+        if (ref.source) this.emitFrames(ref.source, items, done);
+      },
+    };
   }
 
   private allIdle(): boolean {
@@ -269,14 +291,44 @@ class AssembledPipeline implements Pipeline {
     }
     settle(ticket);
     this.updateSaturation();
-    if (!this.pumpScheduled) {
-      this.pumpScheduled = true;
-      // A sender waiting on this source's acknowledgements gets its entries pumped right after
-      // the source's callback (its window waits on it); a file source's next read is already
-      // under way meanwhile, so its pump waits a loop turn and overlaps that read.
-      if (source.acksUpstream) queueMicrotask(this.pumpAllLater);
-      else setImmediate(this.pumpAllLater);
+    this.pumpSoon(source);
+  }
+
+  /**
+   * A chain source's batch of frames carried on (FrameCarrier): through the flow's count and dedup
+   * (the entries' ids were stamped by passFrame), offered to the sinks' queues as they are. The
+   * frames are written and the entries let go already, as emitBatch leaves them for such a pipeline.
+   */
+  private emitFrames(source: Source, items: PassedItem[], done?: () => void): void {
+    if (this.saturated && !source.pausable) {
+      source.counters.dropped_entries! += items.length;
+      done?.();
+      return;
     }
+    const flow = this.flow;
+    if (!flow) return;
+    const passed: string[] = [];
+    const ticket = openTicket(done, this.journal, passed);
+    const now = Date.now();
+    for (const item of items) {
+      if (!flow.pass(item.id, now)) continue;
+      if (this.journal && item.id !== undefined) passed.push(item.id);
+      (item as { ticket?: Ticket }).ticket = ticket;
+      this.fanout.offer(item);
+    }
+    settle(ticket);
+    this.updateSaturation();
+    this.pumpSoon(source);
+  }
+
+  private pumpSoon(source: Source): void {
+    if (this.pumpScheduled) return;
+    this.pumpScheduled = true;
+    // A sender waiting on this source's acknowledgements gets its entries pumped right after
+    // the source's callback (its window waits on it); a file source's next read is already
+    // under way meanwhile, so its pump waits a loop turn and overlaps that read.
+    if (source.acksUpstream) queueMicrotask(this.pumpAllLater);
+    else setImmediate(this.pumpAllLater);
   }
 
   /** The chain protocol versions the pipeline's chain sinks send in now, bit `1 << version` each (see encodeAhead). */
