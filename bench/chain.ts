@@ -49,6 +49,8 @@ function only(list: string, title: string): boolean {
   return list.split(',').some((part) => (SCENARIOS.some((s) => s.title === part) ? title === part : title.includes(part)));
 }
 const WITH_ANCHOR = process.env.BENCH_NO_ANCHOR === undefined;
+/** BENCH_HTTP_SINK: extra config lines of the http_chain sink (`max_in_flight = 1;flush_interval_ms = 50`), `;` between them */
+const HTTP_SINK_KEYS = (process.env.BENCH_HTTP_SINK ?? '').split(';').filter(Boolean).map((l) => `${l.trim()}\n`).join('');
 
 type Link = 'tcp_chain' | 'http_chain';
 
@@ -117,7 +119,7 @@ ${reportKey(s)}[[pipelines]]
 name = "a"
 [[pipelines.plugin_sources]]
 ${source}
-${chainSinkToml('link', s.link, port, 'edge', `on_full = "block"\n${s.compression ? `compression = "${s.compression}"\n` : ''}${tls}`)}
+${chainSinkToml('link', s.link, port, 'edge', `on_full = "block"\n${s.compression ? `compression = "${s.compression}"\n` : ''}${s.link === 'http_chain' ? HTTP_SINK_KEYS : ''}${tls}`)}
 `;
 }
 
@@ -166,6 +168,11 @@ export async function throughput(
     const total = (pid: number, before: [number, number]) => cpuSplitMs(pid).reduce((sum, ms, i) => sum + ms - before[i]!, 0);
     const cpuMs: [number, number] = [total(sender, cpu0[0]!), total(worker, cpu0[1]!)];
     let cpu = `CPU s, user + system: sender worker ${used(sender, cpu0[0]!)}, receiver worker ${used(worker, cpu0[1]!)}; µs/line ${perLine(cpuMs[0], lines)} + ${perLine(cpuMs[1], lines)}`;
+    // http_chain: the requests the receiver took (each costs both ends in Node's HTTP stack)
+    if (s.link === 'http_chain') {
+      const requests = Number(latestStatus(b, 'b')?.['sources.link.total_requests'] ?? 0);
+      if (requests > 0) cpu += `; ${requests.toLocaleString('en-US')} requests, ${Math.round(lines / requests)} entries each`;
+    }
     // BENCH_THREADS: each worker's CPU by thread (the event loop is "node"; GC helpers, libuv's pool)
     if (process.env.BENCH_THREADS) {
       const byThread = (pid: number, before: Map<string, number>) =>

@@ -4,7 +4,7 @@
 // held, one refused 413 split in two, and the ones refused for good handed back to the sink to
 // count or hand to its dead letter sink.
 
-import { Agent as HttpAgent, type ClientRequest, type IncomingHttpHeaders, type IncomingMessage, request as httpRequest } from 'node:http';
+import { Agent as HttpAgent, type ClientRequest, type IncomingHttpHeaders, request as httpRequest } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import type { ConnectionOptions } from 'node:tls';
 import type { Ticket } from '../core/ack.js';
@@ -13,6 +13,7 @@ import type { Entry } from '../core/entry.js';
 import { errorMessage } from '../core/errors.js';
 import type { Logger } from '../core/log.js';
 import { startProbe } from './http-probe.js';
+import { type PostAnswer, PostClient } from './post-client.js';
 
 /**
  * A `Retry-After` header as ms: delta seconds (`120`, `0.5`) or an HTTP date, counted from `now`;
@@ -99,7 +100,7 @@ export interface BatchPosterOptions<B extends PostBatch> {
   /** Every attempt's body as it goes out (bytes counters). */
   sending?(batch: B, body: PostBody): void;
   /** A 2xx: what the sink reads from the answer (partial success, the peer's encodings). */
-  accepted?(batch: B, res: IncomingMessage, body: Buffer): void;
+  accepted?(batch: B, res: PostAnswer, body: Buffer): void;
   /** A status refused for good: the sink counts the drop or hands the entries to its dead letter sink. */
   refused(batch: B, status: number, body: Buffer): void;
   /** The body could not be made (it should not happen): the sink counts the drop. */
@@ -156,6 +157,8 @@ export function createBatchPoster<B extends PostBatch>(o: BatchPosterOptions<B>)
   const agent: HttpAgent = target.tls
     ? new HttpsAgent({ ...target.tls, keepAlive: true, maxSockets: cfg.max_in_flight, timeout: AGENT_IDLE_MS })
     : new HttpAgent({ keepAlive: true, maxSockets: cfg.max_in_flight, timeout: AGENT_IDLE_MS });
+  // batches go by the lean client (post-client.ts); node reports and the probe by the agent
+  const client = new PostClient({ host: target.host, port: target.port, tls: target.tls, maxSockets: cfg.max_in_flight, idleMs: AGENT_IDLE_MS, headers: o.headers, maxBody: MAX_RESPONSE_BYTES });
   const ready: B[] = [];
   let readyEntries = 0;
   let inFlight = 0;
@@ -196,7 +199,7 @@ export function createBatchPoster<B extends PostBatch>(o: BatchPosterOptions<B>)
     );
   };
 
-  const answered = (batch: B, status: number, res: IncomingMessage, body: Buffer) => {
+  const answered = (batch: B, status: number, res: PostAnswer, body: Buffer) => {
     if (status >= 200 && status < 300) {
       counters.batches_sent++;
       failing = false;
@@ -228,43 +231,27 @@ export function createBatchPoster<B extends PostBatch>(o: BatchPosterOptions<B>)
   };
 
   const postBody = (batch: B, body: PostBody) => {
-    let settled = false;
-    const conclude = (fn: () => void) => {
-      if (settled) return;
-      settled = true;
-      inFlight--;
-      fn();
-      pump();
-    };
-    const req = request(target.path, { ...body.headers, 'Content-Length': body.bytes });
-    req.setTimeout(cfg.request_timeout_ms, () => req.destroy(new Error(`no answer within request_timeout_ms (${cfg.request_timeout_ms} ms)`)));
-    req.on('error', (err) => {
-      if (!closing) {
-        o.link.failed({ error: errorMessage(err) });
-        down = true;
-      }
-      conclude(() => retry(batch, errorMessage(err)));
-    });
-    req.on('response', (res) => {
-      const status = res.statusCode ?? 0;
-      down = false;
-      // up only on success (a peer answering 503 to everything is not an up link); a retried
-      // status counts toward down, other refusals drop their batch
-      if (status >= 200 && status < 300) o.link.succeeded({ status });
-      else if (o.isRetryable(status)) o.link.failed({ status });
-      const chunks: Buffer[] = [];
-      let size = 0;
-      res.on('data', (chunk: Buffer) => {
-        if (size < MAX_RESPONSE_BYTES) chunks.push(chunk);
-        size += chunk.length;
-      });
-      res.on('end', () => conclude(() => answered(batch, status, res, chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks))));
-      res.on('error', (err) => conclude(() => retry(batch, errorMessage(err))));
-    });
     o.sending?.(batch, body);
-    const last = body.chunks.length - 1;
-    for (let i = 0; i < last; i++) req.write(body.chunks[i]);
-    req.end(body.chunks[last]);
+    client.post(target.path, body.headers, body.chunks, body.bytes, cfg.request_timeout_ms, (err, res) => {
+      inFlight--;
+      if (err || !res) {
+        const error = errorMessage(err);
+        if (!closing) {
+          o.link.failed({ error });
+          down = true;
+        }
+        retry(batch, error);
+      } else {
+        const status = res.statusCode;
+        down = false;
+        // up only on success (a peer answering 503 to everything is not an up link); a retried
+        // status counts toward down, other refusals drop their batch
+        if (status >= 200 && status < 300) o.link.succeeded({ status });
+        else if (o.isRetryable(status)) o.link.failed({ status });
+        answered(batch, status, res, res.body);
+      }
+      pump();
+    });
   };
 
   const unencodable = (batch: B, err: unknown) => {
@@ -337,6 +324,7 @@ export function createBatchPoster<B extends PostBatch>(o: BatchPosterOptions<B>)
       clearTimeout(retryTimer);
       retryTimer = undefined;
       agent.destroy();
+      client.destroy();
     },
   };
 }

@@ -299,6 +299,8 @@ export const createHttpChainSink: SinkFactory = (plugin, ctx): Sink => {
     finished(batch) {
       readyBytes -= batch.bytes;
       for (const ticket of batch.tickets) settle(ticket);
+      // the link went idle: what filled meanwhile goes now, whatever its count (see write)
+      if (poster.idle()) builder.close();
       waiters.wake(closing);
     },
   });
@@ -396,8 +398,9 @@ export const createHttpChainSink: SinkFactory = (plugin, ctx): Sink => {
       if (version === PROTOCOL_V2) for (const item of items) builder.add(item, item.frameEnd - item.frameAt);
       else for (const item of items) builder.add(item, item.wireEnd - item.wireAt);
       // an idle link sends at once (latency); while a request is out, the batch fills until its
-      // count, bytes or flush_interval_ms
-      builder.settle(poster.hasRoom());
+      // count or bytes (each request costs both ends far more than an entry does), or until the
+      // link is idle again (finished), or flush_interval_ms
+      builder.settle(poster.idle());
       return waiters.whenRoom(closing);
     },
     report(reports) {

@@ -134,6 +134,46 @@ ${chainSinkToml('busy', 'http_chain', busy.port, 'edge-h', `${senderSinkConfig}\
   await waitFor(() => a.records.some((r) => r.level === 'error' && r.plugin === 'link' && r.msg === 'Chain batch rejected by peer, dropped' && r.status === 413), 'ERROR Chain batch rejected by peer');
 });
 
+test.serial('an idle link posts a write at once; while a request is out the next batch fills to max_batch_count (a full one goes at once) and the rest goes when the link is idle again', async (t) => {
+  /** entries of each batch posted, in order (not the empty first contact, not node reports) */
+  const sizes: number[] = [];
+  const held: (() => void)[] = [];
+  let holding = true;
+  const srv = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const n = Buffer.concat(chunks).toString().split('\n').filter((l) => l !== '').length;
+      const answer = () => {
+        res.writeHead(204, { 'X-Logrelay-Accepted': String(n) });
+        res.end();
+      };
+      if (req.url !== '/ingest' || n === 0) return answer();
+      sizes.push(n);
+      // the answers wait until the test has seen what was posted meanwhile
+      if (holding) held.push(answer);
+      else answer();
+    });
+  });
+  servers.push(srv);
+  await new Promise<void>((resolve) => srv.listen(0, '127.0.0.1', resolve));
+  const port = (srv.address() as { port: number }).port;
+  // flush_interval_ms far beyond the test: every batch below goes by count or by the link's state
+  const a = start('send-fill', chainSenderToml('http_chain', port, 'edge-h', 'max_batch_count = 50\nflush_interval_ms = 600000\n'), [], true);
+  await waitReady(a, 'sender');
+  a.child.stdin!.write('first\n');
+  await waitFor(() => sizes.length === 1, 'the first entry posted at once on an idle link');
+  for (let i = 0; i < 12; i++) {
+    a.child.stdin!.write(Array.from({ length: 10 }, (_, k) => `line ${i * 10 + k}\n`).join(''));
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  await waitFor(() => sizes.length === 3, 'two full batches of 50 posted while the first request is out');
+  holding = false;
+  for (const answer of held.splice(0)) answer();
+  await waitFor(() => sizes.reduce((sum, n) => sum + n, 0) === 121, 'the last 20 posted once every answer is in');
+  t.deepEqual(sizes, [1, 50, 50, 20], 'one, two full batches, then the rest: never a write of ten on its own while a request was out');
+});
+
 test.serial('a body that arrives in pieces is read line by line across them: a character split between two, CR LF, empty lines and a last line without a newline', async (t) => {
   t.timeout(60_000);
   const port = await freePort();
