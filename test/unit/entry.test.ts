@@ -23,6 +23,10 @@ const LEVEL_CASES: readonly (readonly [string, Level | undefined])[] = [
   ['lvl=ERROR msg=x', 'ERROR'],
   ['level="info" msg=x', 'INFO'],
   ['level=bogus msg=x', undefined],
+  ['LEVEL=Error msg=x', 'ERROR'],
+  ['Lvl="debug" msg=x', 'DEBUG'],
+  ['GET /items?user=u1&p=x level=warn', 'WARN'],
+  ['GET /items?user=u1&p=x', undefined],
   ['no level here', undefined],
   ['', undefined],
 ];
@@ -49,6 +53,26 @@ test('detectLevel finds the first whole upper-case word naming a level, as a sca
   for (let i = 0; i < 20_000; i++) {
     let line = '';
     for (let n = Math.floor(rand() * 6); n > 0; n--) line += GLUE[Math.floor(rand() * GLUE.length)]! + WORDS[Math.floor(rand() * WORDS.length)]!;
+    t.is(detectLevel(line), reference(line), line);
+  }
+});
+
+test('detectLevel reads a logfmt level pair as the pattern alone does, lines without `l=` or `L=` not searched', (t) => {
+  const rand = xorshift(0x1e7e1);
+  const PAIR = /(?:^|\s)(?:level|lvl)=("?)([A-Za-z]+)\1(?=\s|$)/i;
+  const KEYS = ['level', 'LEVEL', 'Level', 'lvl', 'LVL', 'Lvl', 'levels', 'xlevel', 'user', 'l', 'L', 'p', ''];
+  const VALUES = ['warn', 'eRROR', 'Info', '"debug"', '"info', 'bogus', '', 'u1@example.com', 'fatal"'];
+  const GLUE = [' ', '', '\t', '&', '?', '/', '=', '"'];
+  const reference = (line: string): Level | undefined => {
+    const m = PAIR.exec(line);
+    return m ? normaliseLevel(m[2]) : undefined;
+  };
+  for (let i = 0; i < 20_000; i++) {
+    let line = '';
+    for (let n = Math.floor(rand() * 5); n > 0; n--) {
+      line += GLUE[Math.floor(rand() * GLUE.length)]! + KEYS[Math.floor(rand() * KEYS.length)]!;
+      if (rand() < 0.8) line += `=${VALUES[Math.floor(rand() * VALUES.length)]!}`;
+    }
     t.is(detectLevel(line), reference(line), line);
   }
 });
