@@ -17,7 +17,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { fileSinkToml, fileSourceToml, sinkToml } from '../test/helpers/toml.js';
 import { writeCriInput, writeInput, writeJavaInput, JAVA_TRACE_LINES } from './input.js';
-import { bytesRead, childPids, peakRss, until } from './proc.js';
+import { bytesRead, childPids, cpuMs, peakRss, until } from './proc.js';
 import { markdownTable } from './report.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -140,6 +140,10 @@ async function runScenario(sc: Scenario, inputs: readonly string[], inputBytes: 
     // the sources have started once they report their counters
     for (const n of names) await until(() => node.records.some((r) => r.pipeline === n && 'sources.in.total_entries' in r), 'first status report', 10_000);
     const base = workers.map(bytesRead);
+    // CPU seconds of the primary and the workers over the run (from the input's arrival to the
+    // counters showing every entry): less noisy than the rate on a shared machine
+    const procs = [node.child.pid!, ...workers];
+    const cpu0 = procs.map(cpuMs);
     const t0 = performance.now();
     for (const [i, w] of watches.entries()) {
       const to = join(w, 'input.log');
@@ -162,7 +166,10 @@ async function runScenario(sc: Scenario, inputs: readonly string[], inputBytes: 
       entries += report['sinks.out.total_processed'] as number;
       dropped += (report['total_dropped_by_sink'] as number) + (report['sources.in.dropped_entries'] as number);
     }
-    const note = `processed ${entries}, dropped ${dropped}`;
+    const [primaryCpu, ...workerCpu] = procs.map((p, i) => (cpuMs(p) - cpu0[i]!) / 1000);
+    const cpu = `CPU s primary ${primaryCpu!.toFixed(2)}, worker${workers.length > 1 ? 's' : ''} ${workerCpu.map((s) => s.toFixed(2)).join(' + ')}`;
+    process.stderr.write(`${sc.title}: ${cpu}\n`);
+    const note = `processed ${entries}, dropped ${dropped}; ${cpu}`;
     return { title: sc.title, entries, ms, peakRss: rss, note };
   } finally {
     await stopNode(node);
