@@ -6,6 +6,7 @@ import { loadConfig, type Overrides } from './config/load.js';
 import type { Config } from './config/schema.js';
 import { ConfigError, errorMessage, UsageError } from './core/errors.js';
 import { VERSION } from './core/version.js';
+import { CLIENT_V8_FLAGS, setOwnFlags } from './primary/own-flags.js';
 import { EXIT_CONFIG, runPrimary } from './primary/run.js';
 
 const EXIT_USAGE = 2;
@@ -157,6 +158,8 @@ function main(argv: string[]): void {
     .example('tail http://127.0.0.1:8080/stream')
     .example('tail https://collector:8443/stream --ca ca.crt --cert me.crt --key me.key')
     .action((url: string, opts: { ca?: unknown; cert?: unknown; key?: unknown }) => {
+      // tail prints a stream of entries: the optimizing compiler the primary turns off is back on
+      setOwnFlags(CLIENT_V8_FLAGS);
       // tail and top are loaded when asked for: the node's own primary never holds their HTTP clients
       import('./tail.js')
         .then(({ parseTailUrl, runTail }) => {

@@ -4,6 +4,7 @@
 // byte for byte what JSON.stringify gives for the same object (a fuzz test holds it to that).
 
 import type { Entry, PlainFields } from './entry.js';
+import { isoString } from './iso-time.js';
 
 /** Characters JSON.stringify would escape: `"`, `\`, C0 controls, and any surrogate (lone ones become \uXXXX). */
 export const NEEDS_ESCAPE = /["\\\u0000-\u001f\ud800-\udfff]/;
@@ -60,7 +61,8 @@ export function jsonString(s: string): string {
  * A time's RFC 3339 text with milliseconds, UTC, between a fixed `head` and `tail`; the last one
  * is remembered (entries of one read share it), and so is its second: entries with their own
  * times (container runtimes write one per line) mostly differ in the milliseconds alone, written
- * from a table without another toISOString.
+ * from a table without another second's text. The second's text is made from the UTC fields
+ * (core/iso-time.ts), not by toISOString, which reads ICU's time zone data.
  */
 class TimeTexts {
   private lastMs = Number.NaN;
@@ -84,7 +86,7 @@ class TimeTexts {
     const whole = Math.trunc(ms);
     const second = Math.floor(whole / 1000);
     if (second !== this.lastSecond) {
-      this.secondHead = this.head + new Date(whole).toISOString().slice(0, -4);
+      this.secondHead = this.head + isoString(whole).slice(0, -4);
       this.lastSecond = second;
     }
     this.last = this.secondHead + this.msTexts[whole - second * 1000]!;

@@ -1,24 +1,16 @@
 // pino options shared by the primary and the workers: level as its name, ISO time, no pid/hostname noise.
 
 import pino, { type DestinationStream, type Logger, type LoggerOptions } from 'pino';
+import { isoString } from './iso-time.js';
 
 export type { Logger };
 
 /** The service log's levels (`logging.level`). */
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
 
-const pad = (n: number, width = 2): string => String(n).padStart(width, '0');
-
-/**
- * Now as `Date.prototype.toISOString` writes it, from the UTC fields: V8's toISOString reads
- * ICU's time zone data (~640 KiB of pages in each process that calls it), which an idle primary
- * otherwise never touches.
- */
+/** Now as `Date.prototype.toISOString` writes it, from the UTC fields (see core/iso-time.ts). */
 export function isoNow(now = Date.now()): string {
-  const d = new Date(now);
-  const y = d.getUTCFullYear();
-  const year = y >= 0 && y <= 9999 ? pad(y, 4) : `${y < 0 ? '-' : '+'}${pad(Math.abs(y), 6)}`;
-  return `${year}-${pad(d.getUTCMonth() + 1)}-${pad(d.getUTCDate())}T${pad(d.getUTCHours())}:${pad(d.getUTCMinutes())}:${pad(d.getUTCSeconds())}.${pad(d.getUTCMilliseconds(), 3)}Z`;
+  return isoString(now);
 }
 
 export function loggerOptions(level: LogLevel | 'silent'): LoggerOptions {

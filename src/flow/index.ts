@@ -8,7 +8,7 @@ import { createDedup, type DedupSet } from './dedup.js';
 import { compileFilters, matchText, passes } from './filters.js';
 import { FORMATTERS } from './format.js';
 import { createRateLimiter, type RateLimiter } from './rate-limit.js';
-import { compileTransforms, type Transforms } from '../transform/index.js';
+import type { compileTransforms, Transforms } from '../transform/index.js';
 
 export interface Flow {
   /** `total_processed`, `total_dropped`, `total_passed` */
@@ -60,17 +60,27 @@ export interface FlowPlace {
   /** the key path of the flow table, `pipelines[0].flow` */
   readonly at: string;
   readonly log: Logger;
+  /**
+   * The transform steps' compiler (src/transform/index.ts), which the worker loads only for a
+   * pipeline that has steps (worker/transform-code.ts): a flow with steps needs it.
+   */
+  readonly compileTransforms?: typeof compileTransforms;
+}
+
+function compilerOf(place: FlowPlace): typeof compileTransforms {
+  if (!place.compileTransforms) throw new Error(`${place.at}: transform steps without their code loaded`);
+  return place.compileTransforms;
 }
 
 /**
  * @param debugLog when given (level debug), one line per filter evaluated per entry
- * @param place needed when the flow has transforms
+ * @param place needed when the flow has transforms, with their compiler
  */
 export function createFlow(cfg: FlowConfig, debugLog?: Logger, place?: FlowPlace): Flow {
   const limiter = createRateLimiter(cfg.rate_limit);
   const steps = cfg.transforms ?? [];
   const transforms =
-    steps.length > 0 && place ? compileTransforms(steps, `${place.at}.transforms`, place.pipeline, place.log) : undefined;
+    steps.length > 0 && place ? compilerOf(place)(steps, `${place.at}.transforms`, place.pipeline, place.log) : undefined;
   const filters = compileFilters(cfg.filters);
   const format = FORMATTERS[cfg.format.type];
   const dedup = createDedup(cfg.dedup);

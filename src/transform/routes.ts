@@ -7,12 +7,12 @@ import { joinPath } from '../core/spec.js';
 import type { Predicate } from './condition.js';
 import { conditionAt } from './index.js';
 import { faultCollector } from './step.js';
+import { hasRoutes } from './has-routes.js';
 
 /** Most sinks a pipeline with routes may have: a route is a bit mask of them. */
 export const MAX_ROUTED_SINKS = 31;
 
-/** True when any sink of the pipeline has `when`, `else` or `dead_letter`. */
-export const hasRoutes = (sinks: readonly SinkConfig[]): boolean => sinks.some((s) => s.when !== undefined || s.else === true || s.dead_letter !== undefined);
+export { hasRoutes };
 
 /**
  * Checks the routes of one pipeline's sinks (`at`: `pipelines[0].plugin_sinks`): every `when`

@@ -24,7 +24,8 @@ import { bySinks, type Fanout, type SinkRunner } from './fanout.js';
 import { BuildError, type BuildOptions, type Pipeline } from './pipeline-api.js';
 import { loadPlugins, type Plugins } from './plugins.js';
 import { createRoutedFanout, transformCounters } from './routes.js';
-import { hasRoutes } from '../transform/routes.js';
+import { hasRoutes } from '../transform/has-routes.js';
+import { loadTransformCode, type TransformCode } from './transform-code.js';
 
 /** While the sources are paused, how often the pipeline looks again at which full sinks block, ms. */
 const SATURATION_RECHECK_MS = 200;
@@ -71,10 +72,11 @@ class AssembledPipeline implements Pipeline {
     private readonly cfg: PipelineConfig,
     private readonly opts: BuildOptions,
     private readonly plugins: Plugins,
+    code: TransformCode | undefined,
   ) {
     this.name = cfg.name;
     try {
-      this.flow = createFlow(cfg.flow, opts.debug ? opts.log.child({ pipeline: cfg.name }) : undefined, { pipeline: cfg.name, at: 'flow', log: opts.log });
+      this.flow = createFlow(cfg.flow, opts.debug ? opts.log.child({ pipeline: cfg.name }) : undefined, { pipeline: cfg.name, at: 'flow', log: opts.log, compileTransforms: code?.compileTransforms });
     } catch (err) {
       this.errors.push(...errorMessages(err));
     }
@@ -87,7 +89,7 @@ class AssembledPipeline implements Pipeline {
         if (reason === 'link_down') r.counters.dropped_link_down!++;
         else r.counters.dropped_queue_full!++;
       },
-    }, { counters: this.pipelineCounters });
+    }, { counters: this.pipelineCounters }, code);
     this.wireAhead = this.runners.some((r) => r.sink.sendsWire);
     this.framesSuffice = this.runners.length > 0 && this.runners.every((r) => r.sink.framesSuffice === true) && cfg.plugin_sinks.every((s) => s.dead_letter === undefined);
     this.carriesFrames = this.framesSuffice && this.runners.every((r) => r.sink.sendsWire === true) && !hasRoutes(cfg.plugin_sinks) && this.flow?.carriesFrames === true;
@@ -460,7 +462,7 @@ class AssembledPipeline implements Pipeline {
 
 /** Loads the code of the pipeline's own plugin types (and no other), then builds it; every fault found is in the BuildError. */
 export async function buildPipeline(cfg: PipelineConfig, opts: BuildOptions): Promise<Pipeline> {
-  const pipeline = new AssembledPipeline(cfg, opts, await loadPlugins(cfg));
+  const pipeline = new AssembledPipeline(cfg, opts, await loadPlugins(cfg), await loadTransformCode(cfg));
   if (pipeline.errors.length > 0) throw new BuildError(pipeline.errors);
   return pipeline;
 }

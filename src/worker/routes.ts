@@ -8,8 +8,9 @@ import type { Counters } from '../core/counters.js';
 import type { ConfigError } from '../core/errors.js';
 import type { Predicate } from '../transform/condition.js';
 import type { Transforms } from '../transform/index.js';
-import { checkRoutes, hasRoutes } from '../transform/routes.js';
+import { hasRoutes } from '../transform/has-routes.js';
 import { createFanout, type Fanout, type FanoutHooks, type SinkRunner } from './fanout.js';
+import type { TransformCode } from './transform-code.js';
 
 /** A copy of each step's counters, for the stats message. */
 export function transformCounters(t: Transforms): Record<string, Counters> {
@@ -29,13 +30,22 @@ export interface RouteCounters {
  * fan-out of `mode` over just those sinks (made the first time that set of sinks is taken).
  * Without `when`, `else` or `dead_letter` on any sink this is createFanout over every sink,
  * unchanged. `runners[i]` is the sink of `sinks[i]`, with `slot` i (a route's fan-out marks an
- * item's `paths` by the sinks' places in the whole pipeline).
+ * item's `paths` by the sinks' places in the whole pipeline). `code` has the routes' code when
+ * any sink routes (worker/transform-code.ts).
  */
-export function createRoutedFanout(mode: FanoutMode, runners: readonly SinkRunner[], sinks: readonly SinkConfig[], hooks: FanoutHooks, route: RouteCounters): Fanout {
+export function createRoutedFanout(
+  mode: FanoutMode,
+  runners: readonly SinkRunner[],
+  sinks: readonly SinkConfig[],
+  hooks: FanoutHooks,
+  route: RouteCounters,
+  code: TransformCode | undefined,
+): Fanout {
   if (!hasRoutes(sinks) || runners.length !== sinks.length) return createFanout(mode, runners, hooks);
+  if (!code) throw new Error('routes without their code loaded');
   route.counters.unrouted = 0;
   const faults: ConfigError[] = [];
-  const preds = checkRoutes(sinks, 'plugin_sinks', faults);
+  const preds = code.checkRoutes(sinks, 'plugin_sinks', faults);
   const deadLetterOnly = new Set(sinks.filter((s) => s.dead_letter !== undefined).map((s) => s.dead_letter!));
   let always = 0;
   let elseMask = 0;

@@ -3,7 +3,7 @@
 // src/worker/plugins.ts the disk buffer's when a source has one):
 // checked on the modules two real processes loaded, recorded by a module loader hook.
 
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import test from 'ava';
 import { childPids, ownedTempDir, spawnOwnedNode, waitFor, waitReady } from '../helpers/node.js';
@@ -74,6 +74,44 @@ test('the primary loads no plugin code, and a worker only the source and sink ty
     [],
     'the disk buffer, in a worker whose sources have none',
   );
+  t.deepEqual(
+    own.filter((m) => m.startsWith('src/transform/') && m !== 'src/transform/has-routes.js'),
+    [],
+    'the transform steps\' and routes\' code, in a worker whose pipeline has neither',
+  );
   // what an idle node would hold for nothing (docs/capacity.md, "An idle node")
   t.deepEqual(primary.filter((m) => ['node:crypto', 'node:tls', 'node:zlib'].includes(m)), [], 'node modules the primary of a plain file node never uses');
+});
+
+test('a worker whose pipeline has transform steps and routes loads their code, and they run', async (t) => {
+  const dir = ownedTempDir(t);
+  dir.file('register.mjs', REGISTER);
+  dir.file('hooks.mjs', HOOKS);
+  const logs = join(dir.path, 'logs');
+  const out = join(dir.path, 'out');
+  mkdirSync(logs);
+  mkdirSync(out);
+  const config = dir.file(
+    'node.toml',
+    `[[pipelines]]\nname = "app"\n[pipelines.flow.format]\ntype = "json"\n[[pipelines.flow.transforms]]\ntype = "set"\nfields = { "fields.tagged" = true }\n` +
+      `[[pipelines.plugin_sources]]\nid = "in"\ntype = "file"\n[pipelines.plugin_sources.config]\ndirectory = "${logs}"\npattern = "*.log"\nfrom = "start"\n` +
+      `[[pipelines.plugin_sinks]]\nid = "hello"\ntype = "file"\nwhen = "message =~ 'hello'"\n[pipelines.plugin_sinks.config]\ndirectory = "${out}"\nname = "hello"\n` +
+      `[[pipelines.plugin_sinks]]\nid = "rest"\ntype = "null"\nelse = true\n`,
+  );
+  writeFileSync(join(logs, 'app.log'), 'other line\nhello world\n');
+  const node = spawnOwnedNode(t, ['-c', config], { env: { NODE_OPTIONS: `--import=${join(dir.path, 'register.mjs')}` } });
+  await waitReady(node, 'the node');
+  const [worker] = await waitFor(async () => ((await childPids(node.child.pid!)).length === 1 ? childPids(node.child.pid!) : undefined), 'one worker');
+  const written = () => readdirSync(out).map((f) => readFileSync(join(out, f), 'utf8')).join('');
+  const text = await waitFor(() => (written().includes('hello world') ? written() : undefined), 'the routed line written');
+  const own = loadedBy(dir.path, worker!);
+  await node.stop();
+
+  t.true(own.includes('src/transform/index.js') && own.includes('src/transform/routes.js'), `the worker loaded the transform and route code: ${own.join(' ')}`);
+  const lines = text.trim().split('\n').map((l) => JSON.parse(l) as { message: string; fields?: { tagged?: boolean } });
+  t.deepEqual(
+    lines.map((l) => [l.message, l.fields?.tagged]),
+    [['hello world', true]],
+    'the step set its field, the route took the line its condition holds for and no other',
+  );
 });

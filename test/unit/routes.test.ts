@@ -9,7 +9,12 @@ import { BoundedQueue } from '../../src/core/queue.js';
 import type { Entry } from '../../src/core/entry.js';
 import type { SinkItem } from '../../src/sinks/types.js';
 import type { SinkRunner } from '../../src/worker/fanout.js';
+import { compileTransforms } from '../../src/transform/index.js';
+import { checkRoutes } from '../../src/transform/routes.js';
 import { createRoutedFanout } from '../../src/worker/routes.js';
+
+/** The routes' code, as worker/transform-code.ts loads it for a pipeline that routes. */
+const CODE = { compileTransforms, checkRoutes };
 
 function runner(id: string, slot: number, live: { up: boolean } = { up: true }): SinkRunner {
   return {
@@ -29,7 +34,7 @@ test('all: when sinks get their entries, else what no when sink took, plain sink
   const sinks = [sink('err', { when: "level >= 'error'" }), sink('warn', { when: "level == 'warn'" }), sink('rest', { else: true }), sink('archive')];
   const runners = sinks.map((s, i) => runner(s.id, i));
   const counters: { unrouted?: number } = {};
-  const f = createRoutedFanout('all', runners, sinks, { pump: () => {}, dropped: () => t.fail() }, { counters });
+  const f = createRoutedFanout('all', runners, sinks, { pump: () => {}, dropped: () => t.fail() }, { counters }, CODE);
   const ticket: Ticket = { pending: 0, done: () => {} };
   f.offer(item({ message: 'e', level: 'ERROR' }, ticket));
   f.offer(item({ message: 'w', level: 'WARN' }, ticket));
@@ -40,7 +45,7 @@ test('all: when sinks get their entries, else what no when sink took, plain sink
 
   const only = [sink('err', { when: "level >= 'error'" })];
   const c2: { unrouted?: number } = {};
-  const g = createRoutedFanout('all', [runner('err', 0)], only, { pump: () => {}, dropped: () => {} }, { counters: c2 });
+  const g = createRoutedFanout('all', [runner('err', 0)], only, { pump: () => {}, dropped: () => {} }, { counters: c2 }, CODE);
   const t2: Ticket = { pending: 0, done: () => {} };
   g.offer(item({ level: 'INFO' }, t2));
   t.is(c2.unrouted, 1);
@@ -50,7 +55,7 @@ test('all: when sinks get their entries, else what no when sink took, plain sink
 test('a dead letter sink gets no routed entries unless its own when takes them', (t) => {
   const sinks = [sink('up', { dead_letter: 'dl' }), sink('dl'), sink('dl2', { when: 'fields.x' })];
   const runners = sinks.map((s, i) => runner(s.id, i));
-  const f = createRoutedFanout('all', runners, sinks, { pump: () => {}, dropped: () => {} }, { counters: {} });
+  const f = createRoutedFanout('all', runners, sinks, { pump: () => {}, dropped: () => {} }, { counters: {} }, CODE);
   f.offer(item({ message: 'a' }));
   f.offer(item({ message: 'b', fields: { x: 1 } }));
   t.deepEqual(runners.map(messages), [['a', 'b'], [], ['b']]);
@@ -60,7 +65,7 @@ test('any: the two sinks of one route are its redundant paths: a broken link fai
   const aLive = { up: true };
   const sinks = [sink('err_a', { when: "level >= 'error'" }), sink('err_b', { when: "level >= 'error'" }), sink('all')];
   const runners = [runner('err_a', 0, aLive), runner('err_b', 1), runner('all', 2)];
-  const f = createRoutedFanout('any', runners, sinks, { pump: () => {}, dropped: () => t.fail() }, { counters: {} });
+  const f = createRoutedFanout('any', runners, sinks, { pump: () => {}, dropped: () => t.fail() }, { counters: {} }, CODE);
   // err_b full, so the error entry takes err_a and the archive only
   for (let i = 0; i < 100; i++) runners[1]!.queue.push(item({ message: 'filler' }));
   const ticket: Ticket = { pending: 0, done: () => {} };

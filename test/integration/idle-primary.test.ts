@@ -1,0 +1,114 @@
+// What an idle primary keeps out of its memory (docs/capacity.md, "An idle node"), checked in a
+// real node's processes with a module loaded into them by `--import`:
+//  - V8's optimizing and baseline compilers: the primary runs without them (bin/logrelay.js sets
+//    `--no-opt --no-sparkplug` on itself, src/primary/own-flags.ts), its pipeline workers with them;
+//  - ICU's time zone data: the primary's node reports write their times from the UTC fields
+//    (src/core/iso-time.ts), never by Date.prototype.toISOString, which reads it.
+
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import test from 'ava';
+import { childPids, ownedTempDir, spawnOwnedNode, waitFor, waitReady } from '../helpers/node.js';
+
+/**
+ * Loaded into both processes with `--import` (workers inherit NODE_OPTIONS): once the node runs,
+ * asks V8 to optimize a small function on its next call, calls it, and writes V8's optimization
+ * status of it to `opt.<pid>.txt`. Natives syntax is turned on at run time (NODE_OPTIONS takes no
+ * such V8 flag) and used through `new Function`, parsed after it.
+ */
+const PROBE = `import { writeFileSync } from 'node:fs';
+import { setFlagsFromString } from 'node:v8';
+setFlagsFromString('--allow-natives-syntax');
+const status = new Function('f', 'return %GetOptimizationStatus(f)');
+const prepare = new Function('f', '%PrepareFunctionForOptimization(f)');
+const optimizeNext = new Function('f', '%OptimizeFunctionOnNextCall(f)');
+const twice = (a) => a * 2 + 1;
+function loop(a) {
+  let s = 0;
+  for (let i = 0; i < 20; i++) s += (a ^ i) & 7;
+  return s;
+}
+setTimeout(() => {
+  prepare(twice);
+  twice(1);
+  twice(2);
+  optimizeNext(twice);
+  twice(3);
+  // called often enough that the baseline compiler takes it, where it runs
+  let sum = 0;
+  for (let i = 0; i < 2000; i++) sum += loop(i);
+  writeFileSync(new URL(\`./opt.\${process.pid}.txt\`, import.meta.url), \`\${status(twice)} \${status(loop)} \${sum}\`);
+}, 1500).unref();
+`;
+
+/** V8's OptimizationStatus bits (src/runtime/runtime.h): optimized code, baseline (Sparkplug) code. */
+const OPTIMIZED = 1 << 4;
+const BASELINE = 1 << 15;
+
+/** A plain file node's config, its files in `dir`; `head` goes first. */
+const fileNode = (dir: string, head = ''): string =>
+  `${head}[[pipelines]]\nname = "app"\n[[pipelines.plugin_sources]]\nid = "in"\ntype = "file"\n[pipelines.plugin_sources.config]\ndirectory = "${dir}"\npattern = "*.log"\n[[pipelines.plugin_sinks]]\nid = "out"\ntype = "null"\n`;
+
+/**
+ * Loaded with `--import`, acting in the primary alone (a worker has an IPC channel): records each
+ * call of Date.prototype.toISOString (its stack, to `iso.<pid>.txt`), and counts the times made
+ * either way (a byte of `times.<pid>.txt` per call of toISOString or read of a Date's UTC year,
+ * which every RFC 3339 text made from the UTC fields does).
+ */
+const DATE_PROBE = `import { appendFileSync } from 'node:fs';
+if (typeof process.send !== 'function') {
+const toISOString = Date.prototype.toISOString;
+const getUTCFullYear = Date.prototype.getUTCFullYear;
+Date.prototype.toISOString = function () {
+  appendFileSync(new URL(\`./iso.\${process.pid}.txt\`, import.meta.url), new Error('toISOString').stack + '\\n');
+  appendFileSync(new URL(\`./times.\${process.pid}.txt\`, import.meta.url), '.');
+  return toISOString.call(this);
+};
+Date.prototype.getUTCFullYear = function () {
+  appendFileSync(new URL(\`./times.\${process.pid}.txt\`, import.meta.url), '.');
+  return getUTCFullYear.call(this);
+};
+}
+`;
+
+test('the primary runs without the optimizing and baseline compilers, its worker with them', async (t) => {
+  const dir = ownedTempDir(t);
+  dir.file('probe.mjs', PROBE);
+  const config = dir.file('node.toml', fileNode(dir.path));
+  const node = spawnOwnedNode(t, ['-c', config], { env: { NODE_OPTIONS: `--import=${join(dir.path, 'probe.mjs')}` } });
+  await waitReady(node, 'the node');
+  const [worker] = await waitFor(async () => ((await childPids(node.child.pid!)).length === 1 ? childPids(node.child.pid!) : undefined), 'one worker');
+  const statusOf = (pid: number) => {
+    const file = join(dir.path, `opt.${pid}.txt`);
+    return existsSync(file) ? readFileSync(file, 'utf8').split(' ').map(Number) : undefined;
+  };
+  const primary = await waitFor(() => statusOf(node.child.pid!), "the primary's probe");
+  const own = await waitFor(() => statusOf(worker!), "the worker's probe");
+  await node.stop();
+
+  t.is(primary[0]! & OPTIMIZED, 0, `the primary optimized a function (status ${primary[0]})`);
+  t.is(primary[1]! & (BASELINE | OPTIMIZED), 0, `the primary compiled a function called 2,000 times (status ${primary[1]})`);
+  t.is(own[0]! & OPTIMIZED, OPTIMIZED, `the worker did not optimize a function asked to (status ${own[0]})`);
+  // the baseline compiler takes it first, the optimizing one may have followed
+  t.not(own[1]! & (BASELINE | OPTIMIZED), 0, `the worker left a function called 2,000 times to the interpreter (status ${own[1]})`);
+});
+
+test("the primary's node reports make their times without toISOString (no ICU time zone data in an idle primary)", async (t) => {
+  const dir = ownedTempDir(t);
+  dir.file('probe.mjs', DATE_PROBE);
+  // a node report every 100 ms: two times each (started_at, sent_at)
+  const config = dir.file('node.toml', fileNode(dir.path, 'report_interval_ms = 100\n'));
+  const node = spawnOwnedNode(t, ['-c', config], { env: { NODE_OPTIONS: `--import=${join(dir.path, 'probe.mjs')}` } });
+  await waitReady(node, 'the node');
+  const pid = node.child.pid!;
+  const times = () => {
+    const file = join(dir.path, `times.${pid}.txt`);
+    return existsSync(file) ? readFileSync(file, 'utf8').length : 0;
+  };
+  await waitFor(() => times() >= 40, 'the primary making times (20 node reports)');
+  const iso = join(dir.path, `iso.${pid}.txt`);
+  const calls = existsSync(iso) ? readFileSync(iso, 'utf8') : '';
+  await node.stop();
+
+  t.is(calls, '', 'toISOString called in the primary');
+});
