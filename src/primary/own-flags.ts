@@ -6,11 +6,10 @@
 // per worker a second, the status report, a scrape of /metrics, a reload; none of it is hot
 // enough to gain from TurboFan, which compiles on its own at start (module resolution makes a
 // few path functions "hot") and then keeps its code pages and zone memory resident: ~4 MiB of
-// an idle primary's RSS (docs/capacity.md). Nor the baseline compiler (Sparkplug): its code and
-// pages are another ~0.7 MiB; Ignition, the interpreter, runs everything. The primary's CPU over
-// a million-entry CRI file pipeline (bench/run.js) is 0.00-0.01 s with TurboFan or without it,
-// against 3.1-3.5 s in the worker; a /metrics scrape costs it 0.36-0.40 ms of CPU with neither
-// compiler and 0.36-0.37 ms with both (3,000 scrapes, 20 at a time, an idle edge).
+// an idle primary's RSS (docs/capacity.md). Ignition and Sparkplug still run everything. The
+// primary's CPU over a million-entry CRI file pipeline (bench/run.js) is 0.00-0.02 s with
+// TurboFan or without it, against 3.1-3.8 s in the worker. The baseline compiler (Sparkplug)
+// stays: without it an idle primary held ~0.7 MiB less, but took 0.03-0.04 s over the same run.
 // Workers never inherit it: `setFlagsFromString` does not change `process.execArgv`, which is
 // what `cluster.fork` passes on, and the entries' path needs TurboFan
 // (test/integration/idle-primary.test.ts).
@@ -18,10 +17,10 @@
 import { setFlagsFromString } from 'node:v8';
 
 /** The flags the primary sets on itself. */
-export const PRIMARY_V8_FLAGS = ['--no-opt', '--no-sparkplug'] as const;
+export const PRIMARY_V8_FLAGS = ['--no-opt'] as const;
 
 /** The flags `tail` puts back: it prints a stream of entries, a hot loop of its own. */
-export const CLIENT_V8_FLAGS = ['--opt', '--sparkplug'] as const;
+export const CLIENT_V8_FLAGS = ['--opt'] as const;
 
 export function setOwnFlags(flags: readonly string[]): void {
   for (const flag of flags) setFlagsFromString(flag);
