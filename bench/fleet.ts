@@ -210,6 +210,24 @@ async function collectorReceived(fleet: Fleet): Promise<{ entries: number; reque
   return { entries: sources.reduce((n, c) => n + c.total_entries, 0), requests: sources.reduce((n, c) => n + c.total_requests, 0) };
 }
 
+/** Entries the relays' chain sources took so far, and of them those carried on as their frames, undecoded (`carried_entries`), from their /status. */
+async function relaysCarried(fleet: Fleet): Promise<{ entries: number; carried: number }> {
+  let entries = 0;
+  let carried = 0;
+  for (const name of ['relay-a', 'relay-b']) {
+    const port = fleet.local.env[name]?.ADMIN_PORT;
+    if (!port) continue;
+    const status = (await (await fetch(`http://127.0.0.1:${port}/status`, { signal: AbortSignal.timeout(5000) })).json()) as {
+      pipelines: Record<string, { counters: { sources: Record<string, { total_entries: number; carried_entries?: number }> } }>;
+    };
+    for (const c of Object.values(status.pipelines).flatMap((p) => Object.values(p.counters.sources))) {
+      entries += c.total_entries;
+      carried += c.carried_entries ?? 0;
+    }
+  }
+  return { entries, carried };
+}
+
 async function delay(fleet: Fleet, count: number, everyMs: number): Promise<number[]> {
   const port = fleet.local.ports.get('collector:8080')!;
   const written = new Map<string, number>();
@@ -266,6 +284,8 @@ export async function main(): Promise<void> {
       if (WITH_HOP) hops.push(await plainHopRate());
     }
     const mid = medianRun(runs, (r) => r.eps);
+    // collectorReceived waited for the counters of the last second
+    const relays = await relaysCarried(fleet);
     console.log(`\nbacklog written at once at the edge (the shipped edge: fanout balance, dedup collector: every line exactly once); ${RUNS} runs, median ${Math.round(mid.eps)} unique lines/s`);
     if (WITH_HOP) {
       const hop = median(hops);
@@ -274,6 +294,7 @@ export async function main(): Promise<void> {
       console.log(`fleet / hop: ${(mid.eps / hop).toFixed(2)} × (medians; each run's pair: ${pairs} ×)`);
     }
     console.log(table(['run', 'lines', 'unique at collector', 'received by the collector (both relays)', 'requests', 'lines/request', 'unique lines/s', 'seconds'], runs.map((r) => r.row)));
+    console.log(`relays (both, whole bench): ${relays.entries} entries received, ${relays.carried} of them carried on as their frames, undecoded (carried_entries)`);
     // peak RSS (VmHWM) of each process since it started: over every run so far, the warm-up included
     const procs = fleetProcesses(fleet);
     const rss = (name: string) => (procs.has(name) ? (peakRss(procs.get(name)!) / 1024 / 1024).toFixed(1) : '');
