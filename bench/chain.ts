@@ -8,7 +8,9 @@
 // would hide the link), B chain source → stdout; single entries at 1,000 entries/s, each carrying
 // the bench's send time; B prints the raw message and the bench takes the receive time itself,
 // so both ends use one clock. Scenarios: tcp_chain, tcp_chain with mutual TLS, and http_chain at
-// its default batching (flush_interval_ms = 1000), and tcp_chain into a receiver with dedup on
+// its default batching (flush_interval_ms = 1000; its runs print the requests the receiver took,
+// since each costs both ends more than an entry does; BENCH_HTTP_SINK adds sink keys, e.g.
+// `max_batch_count = 100;max_in_flight = 1`, to see what a request costs), and tcp_chain into a receiver with dedup on
 // (window 100,000: the 1,000,000 distinct ids of the run pass through it, so the receiver
 // worker's peak RSS shows the window's bound). Every step has a deadline. The 1-minute load
 // average before each run is printed; BENCH_QUIET_LOAD=0.5 waits for it to fall below 0.5 first

@@ -342,7 +342,8 @@ export class PostClient {
     }
     if (this.destroyed || this.open.size >= this.o.maxSockets) return undefined;
     const { host, port, tls } = this.o;
-    const socket = tls ? tlsConnect({ ...tls, host, port }) : netConnect({ host, port });
+    // SNI names the host where the options do not (never an IP address, RFC 6066), as Node's agent does
+    const socket = tls ? tlsConnect({ servername: isIP(host) === 0 ? host : undefined, ...tls, host, port }) : netConnect({ host, port });
     const conn = new Connection(this, socket);
     this.open.add(conn);
     return conn;

@@ -220,6 +220,9 @@ test.serial('http_chain: a source answering 413 to a large batch of frames gets 
   });
   // one batch of 100 entries (about 3,000 bytes of frames)
   const send = await sender(f, 'edge', port, '', 500);
+  // frames once the answer to the first contact named version 2 (on a loaded machine the entries
+  // could otherwise come first, as NDJSON)
+  await waitFor(() => send.records.some((r) => r.msg === 'Chain link protocol version changed' && r.protocol === 2), 'the sink posts version 2');
   await feedWithin60s(send.child.stdin!, 100, 100, 0);
   await waitFor(() => messages.length >= 100, 'the 100 entries at the source');
   t.true(tooLarge >= 1, 'a batch was refused 413');
