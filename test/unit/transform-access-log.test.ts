@@ -17,7 +17,13 @@ const part = fc.oneof(
   { weight: 4, arbitrary: fc.array(fc.oneof(plainText, tricky), { minLength: 1, maxLength: 5 }).map((a) => a.join('')) },
   { weight: 1, arbitrary: fc.constantFrom('', '-', '"', ' ') },
 );
-const status = fc.oneof({ weight: 6, arbitrary: fc.integer({ min: 100, max: 599 }).map(String) }, { weight: 1, arbitrary: fc.constantFrom('20', '2000', 'abc', '-', '') });
+const status = fc.oneof(
+  { weight: 6, arbitrary: fc.integer({ min: 100, max: 599 }).map(String) },
+  { weight: 1, arbitrary: fc.constantFrom('20', '2000', 'abc', '-', '', '099', '000', '007', '999') },
+);
+/** the method and protocol the scan takes as its constants, those near them, and any part */
+const method = fc.oneof({ weight: 2, arbitrary: part }, { weight: 1, arbitrary: fc.constantFrom('GET', 'GE', 'GETS', 'GEt', 'gET', 'POST', 'GET"') });
+const protocol = fc.oneof({ weight: 2, arbitrary: part }, { weight: 1, arbitrary: fc.constantFrom('HTTP/1.1', 'HTTP/1.0', 'HTTP/1.11', 'HTTP/1.', 'HTTP/2.0', 'http/1.1', 'HTTP/1,1') });
 const bytes = fc.oneof({ weight: 6, arbitrary: fc.integer({ min: 0, max: 10_000_000 }).map(String) }, { weight: 2, arbitrary: fc.constantFrom('-', '007', '', '12a', '9'.repeat(30)) });
 const time = fc.oneof({ weight: 6, arbitrary: fc.constantFrom('10/Oct/2000:13:55:36 -0700', '14/Nov/2023:22:13:20 +0000') }, { weight: 1, arbitrary: part });
 /** what is between two parts: mostly the single space of the format */
@@ -30,9 +36,9 @@ const line = fc
     user: part,
     g1: gap,
     time,
-    method: part,
+    method,
     path: part,
-    protocol: fc.option(part),
+    protocol: fc.option(protocol),
     g2: gap,
     status,
     bytes,
