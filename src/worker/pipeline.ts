@@ -258,13 +258,17 @@ class AssembledPipeline implements Pipeline {
     for (const r of this.runners) this.pump(r);
   }
 
+  /** While the sinks are saturated, a batch of a source that cannot pause is dropped with a count (and done): true when it was. */
+  private refused(source: Source, count: number, done: (() => void) | undefined): boolean {
+    if (!this.saturated || source.pausable) return false;
+    source.counters.dropped_entries! += count;
+    done?.();
+    return true;
+  }
+
   /** A source's batch: ids stamped, through the flow, offered to the sinks' queues; pumped soon after. */
   private emitBatch(source: Source, ids: IdSequence | undefined, entries: Entry[], done?: () => void): void {
-    if (this.saturated && !source.pausable) {
-      source.counters.dropped_entries! += entries.length;
-      done?.();
-      return;
-    }
+    if (this.refused(source, entries.length, done)) return;
     const flow = this.flow;
     if (!flow) return;
     const passed: string[] = [];
@@ -302,11 +306,7 @@ class AssembledPipeline implements Pipeline {
    * frames are written and the entries let go already, as emitBatch leaves them for such a pipeline.
    */
   private emitFrames(source: Source, items: PassedItem[], done?: () => void): void {
-    if (this.saturated && !source.pausable) {
-      source.counters.dropped_entries! += items.length;
-      done?.();
-      return;
-    }
+    if (this.refused(source, items.length, done)) return;
     const flow = this.flow;
     if (!flow) return;
     const passed: string[] = [];
