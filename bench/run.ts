@@ -11,8 +11,8 @@
 // has the input's size. The status report's counters then confirm that every entry arrived.
 // Beside each node's rate, the CPU time (user + system, all threads) its workers and its primary
 // spent in that window per entry: on a shared or virtual machine the rate moves with what else
-// runs (the same build read 225,000 and 352,000 CRI entries/s in one minute, at the same 2.5 s of
-// worker CPU), the CPU per entry hardly; compare builds by both.
+// runs (one build read 209,000 and 332,000 CRI entries/s within two minutes, at 2.97 and 2.92 s
+// of worker CPU), the CPU per entry much less; compare builds by both.
 
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
