@@ -4,7 +4,7 @@
 
 import type { Counters } from './counters.js';
 import type { Entry } from './entry.js';
-import type { PassedItem } from './frame-reader.js';
+import type { PassedItem } from './frame-pass.js';
 import type { Logger } from './log.js';
 import type { NodeReport } from './node-report.js';
 import type { PluginConfig } from './plugin-config.js';

@@ -20,6 +20,16 @@ export interface SinkRunner {
   readonly slot?: number;
 }
 
+/** The chain protocol versions the runners' chain sinks send in now, bit `1 << version` each (see encodeAhead). */
+export function wireVersions(runners: readonly SinkRunner[]): number {
+  let versions = 0;
+  for (const r of runners) if (r.sink.sendsWire) versions |= 1 << (r.sink.wireVersion?.() ?? 1);
+  return versions;
+}
+
+/** No runner is writing or holds anything queued. */
+export const allIdle = (runners: readonly SinkRunner[]): boolean => runners.every((r) => !r.busy && r.queue.length === 0);
+
 export interface Fanout {
   /** Hands `item` to the sinks, adding one owed delivery to its ticket per sink that took it. */
   offer(item: SinkItem): void;

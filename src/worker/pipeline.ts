@@ -7,7 +7,7 @@ import { encodeAhead, type FramedItem, framedItem, PROTOCOL_V2, releaseEntries }
 import { settle, settleAll, type Ticket } from '../core/ack.js';
 import type { Counters, PipelineCounters } from '../core/counters.js';
 import type { Entry } from '../core/entry.js';
-import type { PassedItem } from '../core/frame-reader.js';
+import type { PassedItem } from '../core/frame-pass.js';
 import type { FrameCarrier } from '../core/source.js';
 import { errorMessage, errorMessages } from '../core/errors.js';
 import type { NodeReport } from '../core/node-report.js';
@@ -20,7 +20,8 @@ import type { PipelinePositions } from '../ipc/messages.js';
 import type { DeadLetterItem, Sink, SinkItem } from '../sinks/types.js';
 import type { Source } from '../sources/types.js';
 import { DoneIds, openTicket } from './acks.js';
-import { bySinks, type Fanout, type SinkRunner } from './fanout.js';
+import { deadLetterItems } from './dead-letters.js';
+import { allIdle, bySinks, type Fanout, type SinkRunner, wireVersions } from './fanout.js';
 import { BuildError, type BuildOptions, type Pipeline } from './pipeline-api.js';
 import { loadPlugins, type Plugins } from './plugins.js';
 import { createRoutedFanout, transformCounters } from './routes.js';
@@ -172,16 +173,12 @@ class AssembledPipeline implements Pipeline {
    */
   private carrier(ref: { source?: Source }, ids: IdSequence | undefined): FrameCarrier {
     return {
-      active: () => this.wireVersions() === 1 << PROTOCOL_V2,
+      active: () => wireVersions(this.runners) === 1 << PROTOCOL_V2,
       nextId: ids ? () => ids.next() : undefined,
       emit: (items, done) => {
         if (ref.source) this.emitFrames(ref.source, items, done);
       },
     };
-  }
-
-  private allIdle(): boolean {
-    return this.runners.every((r) => !r.busy && r.queue.length === 0);
   }
 
   private updateSaturation(): void {
@@ -246,7 +243,7 @@ class AssembledPipeline implements Pipeline {
       } else if (!r.sink.settles) settleAll(batch);
     }
     if (this.saturated) this.updateSaturation();
-    if (this.idleWaiter && this.allIdle()) {
+    if (this.idleWaiter && allIdle(this.runners)) {
       const w = this.idleWaiter;
       this.idleWaiter = undefined;
       w();
@@ -290,7 +287,7 @@ class AssembledPipeline implements Pipeline {
     // Chain lines are written now, while the link may still wait for acknowledgements, so that
     // when its window opens the sink only sends (a hop's window is small: 1,000 entries by default)
     if (offered.length > 0) {
-      const versions = this.wireVersions();
+      const versions = wireVersions(this.runners);
       encodeAhead(bySinks(offered), versions, now, this.cfg.name);
       // held as frames alone until acknowledged (routes took their look in the fan-out above)
       if (this.framesSuffice && versions === 1 << PROTOCOL_V2) releaseEntries(offered);
@@ -333,35 +330,15 @@ class AssembledPipeline implements Pipeline {
     else setImmediate(this.pumpAllLater);
   }
 
-  /** The chain protocol versions the pipeline's chain sinks send in now, bit `1 << version` each (see encodeAhead). */
-  private wireVersions(): number {
-    let versions = 0;
-    for (const r of this.runners) if (r.sink.sendsWire) versions |= 1 << (r.sink.wireVersion?.() ?? 1);
-    return versions;
-  }
-
   /**
-   * Entries sink `from` gives up on go to its dead letter sink `to` (DESIGN.md §24), whole, with
-   * `fields.dead_letter`; each owes that sink a delivery before its ticket is let go, and the
-   * queue takes them past its bound rather than lose one.
+   * Entries sink `from` gives up on go to its dead letter sink `to` (DESIGN.md §24; dead-letters.ts
+   * makes them); the queue takes them past its bound rather than lose one.
    */
   private deadLetter(from: string, to: string, items: readonly DeadLetterItem[], reason: string, status?: number): void {
     const source = this.runners.find((r) => r.sink.id === from);
     const target = this.runners.find((r) => r.sink.id === to);
     if (!source || !target || !this.flow) return;
-    const at = new Date().toISOString();
-    const letters: SinkItem[] = [];
-    for (const { entry: e, ticket } of items) {
-      const dead_letter = status === undefined ? { sink: from, reason, at } : { sink: from, reason, status, at };
-      const letter: Entry = { time: e.time, source: e.source, message: e.message, fields: { ...e.fields, dead_letter } };
-      if (e.node !== undefined) letter.node = e.node;
-      if (e.level !== undefined) letter.level = e.level;
-      if (e.id !== undefined) letter.id = e.id;
-      const line = this.flow.format(letter);
-      letters.push(target.sink.sendsWire ? framedItem(letter, line, ticket) : { entry: letter, line, ticket, paths: 0 });
-      if (ticket) ticket.pending++;
-    }
-    if (target.sink.sendsWire) encodeAhead(letters as FramedItem[], 1 << (target.sink.wireVersion?.() ?? 1), Date.now(), this.cfg.name);
+    const letters = deadLetterItems(items, status === undefined ? { from, reason } : { from, reason, status }, target.sink, this.flow.format, this.cfg.name);
     for (const item of letters) target.queue.push(item);
     source.counters.dead_lettered = (source.counters.dead_lettered ?? 0) + letters.length;
     this.pump(target);
@@ -397,7 +374,7 @@ class AssembledPipeline implements Pipeline {
     const deadline = Date.now() + timeoutMs;
     await Promise.all(this.sources.map((s) => s.stop(deadline).catch(() => undefined)));
     this.pumpAll();
-    if (!this.allIdle()) {
+    if (!allIdle(this.runners)) {
       let timer: NodeJS.Timeout | undefined;
       await Promise.race([
         new Promise<void>((resolve) => {

@@ -6,7 +6,8 @@
 
 import test from 'ava';
 import { encodeFrames, type FramedItem, framedItem, LENGTH_BYTES, PROTOCOL_V2, eachRun } from '../../src/core/entry-frame.js';
-import { decodeEntryFrame, type Frame, frameIdOf, FrameReader, passFrame, type PassedItem } from '../../src/core/frame-reader.js';
+import { passFrame, type PassedItem } from '../../src/core/frame-pass.js';
+import { decodeEntryFrame, type Frame, frameIdOf, FrameReader } from '../../src/core/frame-reader.js';
 import type { Entry } from '../../src/core/entry.js';
 import { xorshift } from '../helpers/random.js';
 
