@@ -8,17 +8,10 @@ import { decodeEntry, encodeEntry } from '../../src/core/entry-line.js';
 import { eachRun, encodeAhead, encodeFor, encodeFrames, FRAME_REPORT, type FramedItem, framedItem, PROTOCOL_V2, reportFrame } from '../../src/core/entry-frame.js';
 import { decodeEntryFrame, type Frame, frameIdOf, FrameReader, reportOfFrame } from '../../src/core/frame-reader.js';
 import type { Entry } from '../../src/core/entry.js';
-import { xorshift } from '../helpers/random.js';
+import { randomText as textFrom, xorshift } from '../helpers/random.js';
 
 const rand = xorshift(0x5eed1234);
-const PLAIN = ['a', 'Z', '0', ' ', '/', '{', '}', ':', ',', "'", 'é', '€', '😀', '\u2028', '<'];
-const ODD = ['"', '\\', '\n', '\t', '\u0000', '\u001f'];
-function randomText(odd: boolean, max = 12): string {
-  const n = Math.floor(rand() * max);
-  let s = '';
-  for (let i = 0; i < n; i++) s += odd && rand() < 0.2 ? ODD[Math.floor(rand() * ODD.length)] : PLAIN[Math.floor(rand() * PLAIN.length)];
-  return s;
-}
+const randomText = (odd: boolean, max?: number): string => textFrom(rand, odd, max);
 
 /** Entries of every shape: odd characters, empty and missing parts, fields, no time. */
 function randomEntry(): Entry {

@@ -9,17 +9,10 @@ import { encodeFrames, type FramedItem, framedItem, LENGTH_BYTES, PROTOCOL_V2, e
 import { passFrame, type PassedItem } from '../../src/core/frame-pass.js';
 import { decodeEntryFrame, type Frame, frameIdOf, FrameReader } from '../../src/core/frame-reader.js';
 import type { Entry } from '../../src/core/entry.js';
-import { xorshift } from '../helpers/random.js';
+import { randomText as textFrom, xorshift } from '../helpers/random.js';
 
 const rand = xorshift(0x9a55f4a3);
-const PLAIN = ['a', 'Z', '0', ' ', '/', '{', '}', ':', ',', "'", 'é', '€', '😀', '\u2028', '<'];
-const ODD = ['"', '\\', '\n', '\t', '\u0000', '\u001f'];
-function randomText(odd: boolean, max = 12): string {
-  const n = Math.floor(rand() * max);
-  let s = '';
-  for (let i = 0; i < n; i++) s += odd && rand() < 0.2 ? ODD[Math.floor(rand() * ODD.length)] : PLAIN[Math.floor(rand() * PLAIN.length)];
-  return s;
-}
+const randomText = (odd: boolean, max?: number): string => textFrom(rand, odd, max);
 const asciiText = (n: number): string => Array.from({ length: n }, () => String.fromCharCode(32 + Math.floor(rand() * 95))).join('');
 
 /** Entries of every shape: ASCII and not, odd characters, empty and missing parts, fields (empty too), no time, no id, long messages. */
