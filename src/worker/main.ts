@@ -1,4 +1,4 @@
-// Worker entry: builds exactly one pipeline from the table it is sent, reports built or
+// The worker (its executable is worker/boot.ts, which loads it): builds exactly one pipeline from the table it is sent, reports built or
 // build_failed, starts on order, ships counters and positions every second, drains on stop.
 // Signals are the primary's business; a closed IPC channel (primary gone) ends the worker at once.
 
