@@ -11,8 +11,9 @@
 // TurboFan or without it, against 3.1-3.8 s in the worker. The baseline compiler (Sparkplug)
 // stays: without it an idle primary held ~0.7 MiB less, but took 0.03-0.04 s over the same run.
 // Workers never inherit it: `setFlagsFromString` does not change `process.execArgv`, which is
-// what `cluster.fork` passes on, and the entries' path needs TurboFan
-// (test/integration/idle-primary.test.ts).
+// what `cluster.fork` passes on, and the entries' path needs TurboFan; a worker holds it off
+// only until its pipeline carries entries (src/worker/optimizer.ts,
+// test/integration/idle-primary.test.ts).
 
 import { setFlagsFromString } from 'node:v8';
 

@@ -98,7 +98,7 @@ export class Supervisor {
     this.config = config;
     this.dataDir = config.data_dir;
     this.log = opts.log.logger;
-    cluster.setupPrimary({ exec: fileURLToPath(new URL('../worker/main.js', import.meta.url)), execArgv: workerExecArgv(), silent: false });
+    cluster.setupPrimary({ exec: fileURLToPath(new URL('../worker/boot.js', import.meta.url)), execArgv: workerExecArgv(), silent: false });
   }
 
   get currentConfig(): Config {

@@ -1,5 +1,6 @@
-// Worker entry: builds exactly one pipeline from the table it is sent, reports built or
-// build_failed, starts on order, ships counters and positions every second, drains on stop.
+// The worker (loaded by its executable, worker/boot.ts): builds exactly one pipeline from the
+// table it is sent, reports built or build_failed, starts on order, ships counters and positions
+// every second, drains on stop.
 // Signals are the primary's business; a closed IPC channel (primary gone) ends the worker at once.
 
 import { errorMessage, PluginError } from '../core/errors.js';

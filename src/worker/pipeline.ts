@@ -23,6 +23,7 @@ import { DoneIds, openTicket } from './acks.js';
 import { deadLetterItems } from './dead-letters.js';
 import { allIdle, bySinks, type Fanout, type SinkRunner, wireVersions } from './fanout.js';
 import { BuildError, type BuildOptions, type Pipeline } from './pipeline-api.js';
+import { carried } from './optimizer.js';
 import { loadPlugins, type Plugins } from './plugins.js';
 import { createRoutedFanout, transformCounters } from './routes.js';
 import { hasRoutes } from '../transform/has-routes.js';
@@ -265,6 +266,7 @@ class AssembledPipeline implements Pipeline {
 
   /** A source's batch: ids stamped, through the flow, offered to the sinks' queues; pumped soon after. */
   private emitBatch(source: Source, ids: IdSequence | undefined, entries: Entry[], done?: () => void): void {
+    carried(entries.length);
     if (this.refused(source, entries.length, done)) return;
     const flow = this.flow;
     if (!flow) return;
@@ -303,6 +305,7 @@ class AssembledPipeline implements Pipeline {
    * frames are written and the entries let go already, as emitBatch leaves them for such a pipeline.
    */
   private emitFrames(source: Source, items: PassedItem[], done?: () => void): void {
+    carried(items.length);
     if (this.refused(source, items.length, done)) return;
     const flow = this.flow;
     if (!flow) return;

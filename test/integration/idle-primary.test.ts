@@ -1,20 +1,23 @@
-// What an idle primary keeps out of its memory (docs/capacity.md, "An idle node"), checked in a
+// What an idle node keeps out of its memory (docs/capacity.md, "An idle node"), checked in a
 // real node's processes with a module loaded into them by `--import`:
 //  - V8's optimizing compiler: the primary runs without it (bin/logrelay.js sets `--no-opt` on
-//    itself, src/primary/own-flags.ts), its pipeline workers with it;
+//    itself, src/primary/own-flags.ts); a pipeline worker holds it off while idle and turns it on
+//    once its pipeline carries entries (src/worker/optimizer.ts);
 //  - ICU's time zone data: the primary's node reports write their times from the UTC fields
 //    (src/core/iso-time.ts), never by Date.prototype.toISOString, which reads it.
 
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import test from 'ava';
+import { OPTIMIZE_AFTER_ENTRIES } from '../../src/worker/optimizer.js';
 import { childPids, ownedTempDir, spawnOwnedNode, waitFor, waitReady } from '../helpers/node.js';
 
 /**
  * Loaded into both processes with `--import` (workers inherit NODE_OPTIONS): once the node runs,
- * asks V8 to optimize a small function on its next call, calls it, and writes V8's optimization
- * status of it to `opt.<pid>.txt`. Natives syntax is turned on at run time (NODE_OPTIONS takes no
- * such V8 flag) and used through `new Function`, parsed after it.
+ * every 250 ms (at most 240 times) asks V8 to optimize a new small function on its next call,
+ * calls it, and writes the probe's number and V8's optimization status of it to `opt.<pid>.txt`.
+ * Natives syntax is turned on at run time (NODE_OPTIONS takes no such V8 flag) and used through
+ * `new Function`, parsed after it.
  */
 const PROBE = `import { writeFileSync } from 'node:fs';
 import { setFlagsFromString } from 'node:v8';
@@ -22,15 +25,19 @@ setFlagsFromString('--allow-natives-syntax');
 const status = new Function('f', 'return %GetOptimizationStatus(f)');
 const prepare = new Function('f', '%PrepareFunctionForOptimization(f)');
 const optimizeNext = new Function('f', '%OptimizeFunctionOnNextCall(f)');
-const twice = (a) => a * 2 + 1;
-setTimeout(() => {
+let n = 0;
+const probe = () => {
+  n++;
+  const twice = new Function('a', \`return a * 2 + \${n}\`);
   prepare(twice);
   twice(1);
   twice(2);
   optimizeNext(twice);
   twice(3);
-  writeFileSync(new URL(\`./opt.\${process.pid}.txt\`, import.meta.url), String(status(twice)));
-}, 1500).unref();
+  writeFileSync(new URL(\`./opt.\${process.pid}.txt\`, import.meta.url), \`\${n} \${status(twice)}\`);
+  if (n < 240) setTimeout(probe, 250).unref();
+};
+setTimeout(probe, 1500).unref();
 `;
 
 /** V8's OptimizationStatus bit for a function running optimized code (src/runtime/runtime.h). */
@@ -62,23 +69,40 @@ Date.prototype.getUTCFullYear = function () {
 }
 `;
 
-test('the primary runs without the optimizing compiler and its worker with it', async (t) => {
+test('the primary runs without the optimizing compiler; its worker holds it off while idle and turns it on with its entries', async (t) => {
   const dir = ownedTempDir(t);
   dir.file('probe.mjs', PROBE);
   const config = dir.file('node.toml', fileNode(dir.path));
   const node = spawnOwnedNode(t, ['-c', config], { env: { NODE_OPTIONS: `--import=${join(dir.path, 'probe.mjs')}` } });
   await waitReady(node, 'the node');
   const [worker] = await waitFor(async () => ((await childPids(node.child.pid!)).length === 1 ? childPids(node.child.pid!) : undefined), 'one worker');
-  const statusOf = (pid: number) => {
+  /** the probe's latest [number, status] in process `pid` */
+  const probeOf = (pid: number): [number, number] | undefined => {
     const file = join(dir.path, `opt.${pid}.txt`);
-    return existsSync(file) ? Number(readFileSync(file, 'utf8')) : undefined;
+    if (!existsSync(file)) return undefined;
+    const [n, status] = readFileSync(file, 'utf8').split(' ').map(Number);
+    return n === undefined || status === undefined || Number.isNaN(status) ? undefined : [n, status];
   };
-  const primary = await waitFor(() => statusOf(node.child.pid!), "the primary's probe");
-  const own = await waitFor(() => statusOf(worker!), "the worker's probe");
+  // idle: two probes in the worker, the pipeline started and nothing read
+  const [, primary] = await waitFor(() => probeOf(node.child.pid!), "the primary's probe");
+  const [idleN, idle] = await waitFor(() => {
+    const p = probeOf(worker!);
+    return p !== undefined && p[0] >= 2 ? p : undefined;
+  }, "the idle worker's second probe");
+  t.is(primary & OPTIMIZED, 0, `the primary optimized a function (status ${primary})`);
+  t.is(idle & OPTIMIZED, 0, `the idle worker optimized a function (status ${idle}, probe ${idleN})`);
+
+  // entries: as many as hold it off, and as many again
+  writeFileSync(join(dir.path, 'app.log'), 'a line of the application\n'.repeat(2 * OPTIMIZE_AFTER_ENTRIES));
+  const [busyN] = await waitFor(() => {
+    const p = probeOf(worker!);
+    return p !== undefined && p[1] & OPTIMIZED ? p : undefined;
+  }, 'the worker optimizing a function asked to after its pipeline carried entries');
+  const [, primaryAfter] = probeOf(node.child.pid!)!;
   await node.stop();
 
-  t.is(primary & OPTIMIZED, 0, `the primary optimized a function (status ${primary})`);
-  t.is(own & OPTIMIZED, OPTIMIZED, `the worker did not optimize a function asked to (status ${own})`);
+  t.true(busyN > idleN, `probe ${busyN} after ${idleN}`);
+  t.is(primaryAfter & OPTIMIZED, 0, `the primary optimized a function (status ${primaryAfter})`);
 });
 
 test("the primary's node reports make their times without toISOString (no ICU time zone data in an idle primary)", async (t) => {
