@@ -80,7 +80,7 @@ const PRESET_ORDER: readonly RedactPreset[] = ['bearer_token', 'jwt', 'credit_ca
  * globally, found by indexOf instead of the regular expression's own scan (an email in a 200-byte
  * line: 0.3 µs by the scan).
  */
-function replaceExtended(s: string, sticky: RegExp, anchor: string, extendsLeft: (code: number) => boolean, replace: (match: string) => string): string {
+function replaceExtended(s: string, sticky: RegExp, anchor: string, extendsLeft: (code: number) => boolean, replace: (s: string, start: number, end: number) => string): string {
   let out = '';
   let copied = 0;
   // p only grows (past an empty match too): the loop ends by the length of s
@@ -95,7 +95,7 @@ function replaceExtended(s: string, sticky: RegExp, anchor: string, extendsLeft:
     let start = p;
     while (start > copied && extendsLeft(s.charCodeAt(start - 1))) start--;
     if (start !== p) {
-      out += s.slice(copied, start) + replace(s.slice(start, end));
+      out += s.slice(copied, start) + replace(s, start, end);
       copied = end;
     }
     p = s.indexOf(anchor, end > p ? end : p + 1);
@@ -143,13 +143,22 @@ export function createRedactStep(cfg: RedactConfig, ctx: StepContext): Step {
     return masked(match);
   });
 
-  // the patterns that extend to the left, made sticky: tried at each of their first character
+  // the patterns that extend to the left, made sticky: tried at each of their first character;
+  // their match (never empty) is cut out of the text only when its replacement reads it
   const stickies = rules.map((rule) => (rule.extendsLeft ? new RegExp(rule.re.source, 'y') : undefined));
+  const extendedReplacers = rules.map((rule, i): ((s: string, start: number, end: number) => string) =>
+    createHash === undefined && rule.accept === undefined && rule.keepsFirstGroup === undefined
+      ? () => {
+          counters.redacted++;
+          return replacement;
+        }
+      : (s, start, end) => replacers[i]!(s.slice(start, end)),
+  );
   const redactString = (s: string): string => {
     for (let i = 0; i < rules.length; i++) {
       const rule = rules[i]!;
       if (rule.extendsLeft !== undefined) {
-        s = replaceExtended(s, stickies[i]!, rule.needs!, rule.extendsLeft, replacers[i]!);
+        s = replaceExtended(s, stickies[i]!, rule.needs!, rule.extendsLeft, extendedReplacers[i]!);
         continue;
       }
       if (rule.needs !== undefined && !s.includes(rule.needs)) continue;

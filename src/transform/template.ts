@@ -71,6 +71,22 @@ export function compileTemplate(text: string): Template {
       return (lastText = head + textOf(v) + tail);
     };
   }
+  if (getters.length === 2) {
+    // two parts (`{{ fields.k8s.namespace }}/{{ source }}`): as one, without the loop over arrays
+    const [head, middle] = literals as [string, string];
+    const [getA, getB] = getters as [Getter, Getter];
+    let lastA: unknown = missing;
+    let lastB: unknown = missing;
+    let lastText = '';
+    return (e) => {
+      const a = getA(e);
+      const b = getB(e);
+      if (a === lastA && b === lastB && isPrimitive(a) && isPrimitive(b)) return lastText;
+      lastA = a;
+      lastB = b;
+      return (lastText = head + textOf(a) + middle + textOf(b) + tail);
+    };
+  }
   const n = getters.length;
   const lastValues: unknown[] = Array.from({ length: n }, () => missing);
   const values: unknown[] = Array.from({ length: n }, () => undefined);

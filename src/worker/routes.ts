@@ -96,6 +96,9 @@ export function createRoutedFanout(
     return undefined;
   };
   const n = routes.length;
+  // entries in a row mostly take the same route: its fan-out is kept at hand, not looked up in the map each time
+  let lastMask = -1;
+  let lastFanout: Fanout | undefined;
   return {
     offer(item) {
       let mask = always;
@@ -112,7 +115,11 @@ export function createRoutedFanout(
         route.counters.unrouted!++;
         return;
       }
-      fanoutOf(mask).offer(item);
+      if (mask !== lastMask) {
+        lastFanout = fanoutOf(mask);
+        lastMask = mask;
+      }
+      lastFanout!.offer(item);
     },
     full: () => groupFanouts.some((f) => f.full()),
     belowHalf: () => groupFanouts.every((f) => f.belowHalf()),

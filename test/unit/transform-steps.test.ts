@@ -329,6 +329,20 @@ test('redact email: the matches the pattern finds searched globally, each extend
   t.pass();
 });
 
+test('redact email, replaced or hashed: the whole address, its local part included, each match counted', (t) => {
+  const replaced = chain({ type: 'redact', presets: ['email'] });
+  const e = entry('from ann.lee+x@example.co.uk to bo@b.io');
+  through(replaced, e);
+  t.is(e.message, 'from [REDACTED] to [REDACTED]');
+  t.is(replaced.counters.redact_0!.redacted, 2);
+  const hashed = chain({ type: 'redact', presets: ['email'], hash: true, salt: 's3' });
+  const h = (m: string) => `sha256:${createHash('sha256').update(`s3${m}`).digest('hex').slice(0, 16)}`;
+  const f = entry('from ann.lee+x@example.co.uk to bo@b.io');
+  through(hashed, f);
+  t.is(f.message, `from ${h('ann.lee+x@example.co.uk')} to ${h('bo@b.io')}`);
+  t.is(hashed.counters.redact_0!.redacted, 2);
+});
+
 test('redact patterns with hash: sha256: and 16 hex digits of salt + match; nested objects and arrays scanned; counts matches', (t) => {
   const tr = chain({ type: 'redact', fields: ['message', 'fields.user'], patterns: ['user-\\d+'], hash: true, salt: 's3' });
   const h = `sha256:${createHash('sha256').update('s3user-42').digest('hex').slice(0, 16)}`;

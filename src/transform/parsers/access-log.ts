@@ -26,47 +26,6 @@ function digitsJson(d: string): string {
   return d.length <= 15 && (d.length === 1 || d.charCodeAt(0) !== 48) ? d : primitiveJson(Number(d))!;
 }
 
-/**
- * The parts of a line (the patterns' groups, in order), with `plain`: the line is printable ASCII
- * without `\` (QUOTED_ASCII). Module state, not an array per line: parseAccess reads them at once.
- */
-let client = '';
-let user = '';
-/** the time's text: timeLine from timeFrom to timeTo (no slice made when it is the last one read) */
-let timeLine = '';
-let timeFrom = 0;
-let timeTo = 0;
-let method = '';
-let path = '';
-let protocol: string | undefined;
-let status = '';
-let bytes = '';
-let referrer = '';
-let agent = '';
-/** client, user, method and path hold no `"` (scan knows it: their JSON is themselves quoted) */
-let headQuoteFree = false;
-
-/** The parts of the pattern's match into the module's state. */
-function fromMatch(m: RegExpExecArray, combined: boolean): void {
-  headQuoteFree = false;
-  client = m[1]!;
-  user = m[2]!;
-  timeLine = m[3]!;
-  timeFrom = 0;
-  timeTo = timeLine.length;
-  method = m[4]!;
-  path = m[5]!;
-  protocol = m[6];
-  status = m[7]!;
-  bytes = m[8]!;
-  if (combined) {
-    referrer = m[9]!;
-    agent = m[10]!;
-  }
-}
-
-const isDigit = (c: number): boolean => c >= 48 && c <= 57;
-
 /** `HTTP/1.1` at `at` in `s` (compared by character: startsWith at a position takes V8 a runtime call). */
 const isHttp11 = (s: string, at: number): boolean =>
   s.charCodeAt(at) === 72 &&
@@ -78,39 +37,46 @@ const isHttp11 = (s: string, at: number): boolean =>
   s.charCodeAt(at + 6) === 46 &&
   s.charCodeAt(at + 7) === 49;
 
-/** Statuses below this (from 100, HTTP's) have their text and JSON made once, by number (0 to 99 unused). */
+/** Statuses below this (from 100, HTTP's) have their JSON made once, by number (0 to 99 unused). */
 const COMMON_STATUSES = 600;
-const STATUS_TEXTS: readonly string[] = Array.from({ length: COMMON_STATUSES }, (_, n) => String(n));
 const STATUS_JSONS: readonly string[] = Array.from({ length: COMMON_STATUSES }, (_, n) => `,"status":${n}`);
 const HTTP11_JSON = ',"protocol":"HTTP/1.1"';
+/** HTTP11_JSON and the status's, in one string: one piece fewer joined to the fields' text */
+const HTTP11_STATUS_JSONS: readonly string[] = STATUS_JSONS.map((status) => HTTP11_JSON + status);
+/** Most digits whose number a loop of `n * 10 + d` gives exactly (as Number does) */
+const EXACT_DIGITS = 15;
 
-/** What scan says of a line: its parts are read, it does not match, or only the pattern can tell. */
-const MATCHED = 1;
+/** What scan says of a line when it gives no fields: it does not match, or only the pattern can tell. */
 const NO_MATCH = 0;
 const ASK_PATTERN = -1;
 
 /**
  * The pattern's match of a printable ASCII line without `\`, read by indexOf instead of the
- * regular expression (whose match array and scan cost a third of the parse). In such a line `\S`
- * is any character but a space and `\s` a space, and every part but the path is forced: each
- * greedy run ends where the next character of the pattern must stand. The path (`(\S+)` before
- * an optional ` protocol` and a `"`) can give back characters up to a `"` within it: a path
- * with a `"` is left to the pattern, so a line read here is matched as the pattern matches it
- * (a property test holds the two to each other).
+ * regular expression (whose match array and scan cost a third of the parse), and its fields. In
+ * such a line `\S` is any character but a space and `\s` a space, and every part but the path is
+ * forced: each greedy run ends where the next character of the pattern must stand. The path
+ * (`(\S+)` before an optional ` protocol` and a `"`) can give back characters up to a `"` within
+ * it: a path with a `"` is left to the pattern, so a line read here is matched as the pattern
+ * matches it (a property test holds the two to each other). The parts go to parseAccess as
+ * arguments: kept in module state, each line's strings were written into an old object (a write
+ * barrier each, and slots for the scavenger to visit).
  */
-function scan(s: string, combined: boolean): number {
+function scan(s: string, combined: boolean): Parsed | undefined | typeof NO_MATCH | typeof ASK_PATTERN {
   // ^(\S+) \S+ (\S+) \[
   const a = s.indexOf(' ');
   if (a <= 0) return NO_MATCH;
-  const b = s.indexOf(' ', a + 1);
+  // the next space one character on (the usual `-` ident and user) is looked at, not searched for:
+  // an indexOf is a call of its own (~20 ns), a character is read in place
+  const b = s.charCodeAt(a + 1) !== 32 && s.charCodeAt(a + 2) === 32 ? a + 2 : s.indexOf(' ', a + 1);
   if (b <= a + 1) return NO_MATCH;
-  const c = s.indexOf(' ', b + 1);
+  const c = s.charCodeAt(b + 1) !== 32 && s.charCodeAt(b + 2) === 32 ? b + 2 : s.indexOf(' ', b + 1);
   if (c <= b + 1 || s.charCodeAt(c + 1) !== 91 /* [ */) return NO_MATCH;
   // ([^\]]+)\] "
   const d = s.indexOf(']', c + 2);
   if (d <= c + 2 || s.charCodeAt(d + 1) !== 32 || s.charCodeAt(d + 2) !== 34 /* " */) return NO_MATCH;
   // (\S+) (\S+)
-  const e = s.indexOf(' ', d + 3);
+  const get = s.charCodeAt(d + 3) === 71 && s.charCodeAt(d + 4) === 69 && s.charCodeAt(d + 5) === 84 /* GET */ && s.charCodeAt(d + 6) === 32;
+  const e = get ? d + 6 : s.indexOf(' ', d + 3);
   if (e <= d + 3) return NO_MATCH;
   const f = s.indexOf(' ', e + 1);
   const pathEnd = f < 0 ? s.length : f;
@@ -118,63 +84,106 @@ function scan(s: string, combined: boolean): number {
   // the first `"` after the method's: in the method, in the path, or the one closing the request
   const quote = s.indexOf('"', d + 3);
   if (quote >= 0 && quote < pathEnd) return ASK_PATTERN;
-  // nor before the method's (the time's brackets could hold one)
-  headQuoteFree = s.indexOf('"') === d + 2;
   // without a `"` in the path, ` ([^"]*)"` must follow it whole: the path cannot end sooner
   if (f < 0 || quote < 0) return NO_MATCH;
   // " (\d{3}) (\d+|-)
-  let k = quote + 1;
-  if (s.charCodeAt(k) !== 32 || !isDigit(s.charCodeAt(k + 1)) || !isDigit(s.charCodeAt(k + 2)) || !isDigit(s.charCodeAt(k + 3)) || s.charCodeAt(k + 4) !== 32) return NO_MATCH;
-  const bytesAt = k + 5;
-  k = bytesAt;
-  if (isDigit(s.charCodeAt(k))) {
+  if (s.charCodeAt(quote + 1) !== 32 || s.charCodeAt(quote + 5) !== 32) return NO_MATCH;
+  const s0 = s.charCodeAt(quote + 2) - 48;
+  const s1 = s.charCodeAt(quote + 3) - 48;
+  const s2 = s.charCodeAt(quote + 4) - 48;
+  if (s0 < 0 || s0 > 9 || s1 < 0 || s1 > 9 || s2 < 0 || s2 > 9) return NO_MATCH;
+  const bytesAt = quote + 6;
+  let k = bytesAt;
+  /** the bytes' number read along with its digits; -1: a `-`, or too many digits to read exactly */
+  let bytesValue = 0;
+  let digit = s.charCodeAt(k) - 48;
+  if (digit >= 0 && digit <= 9) {
     // k only grows, bounded by the length of s
-    while (isDigit(s.charCodeAt(k))) k++;
-  } else if (s.charCodeAt(k) === 45 /* - */) k++;
-  else return NO_MATCH;
+    do {
+      bytesValue = bytesValue * 10 + digit;
+      digit = s.charCodeAt(++k) - 48;
+    } while (digit >= 0 && digit <= 9);
+    if (k - bytesAt > EXACT_DIGITS) bytesValue = -1;
+  } else if (digit === 45 - 48 /* - */) {
+    k++;
+    bytesValue = -1;
+  } else return NO_MATCH;
   let r = 0;
   let g = 0;
   if (combined) {
     // "([^"]*)" "([^"]*)"
     if (s.charCodeAt(k) !== 32 || s.charCodeAt(k + 1) !== 34) return NO_MATCH;
-    r = s.indexOf('"', k + 2);
+    r = s.charCodeAt(k + 2) === 45 /* - */ && s.charCodeAt(k + 3) === 34 ? k + 3 : s.indexOf('"', k + 2);
     if (r < 0 || s.charCodeAt(r + 1) !== 32 || s.charCodeAt(r + 2) !== 34) return NO_MATCH;
     g = s.indexOf('"', r + 3);
     if (g < 0) return NO_MATCH;
   } else if (k !== s.length && s.charCodeAt(k) !== 32) return NO_MATCH; // (?:$|\s)
-  client = s.slice(0, a);
-  // a `-` part (absent) is the constant, not a slice of its own
-  user = c === b + 2 && s.charCodeAt(b + 1) === 45 ? '-' : s.slice(b + 1, c);
-  timeLine = s;
-  timeFrom = c + 2;
-  timeTo = d;
-  // the method, protocol and status most lines share are their constants, not slices of their own
-  method = e === d + 6 && s.charCodeAt(d + 3) === 71 && s.charCodeAt(d + 4) === 69 && s.charCodeAt(d + 5) === 84 /* GET */ ? 'GET' : s.slice(d + 3, e);
-  path = s.slice(e + 1, f);
-  protocol = quote === f + 9 && isHttp11(s, f + 1) ? 'HTTP/1.1' : s.slice(f + 1, quote);
-  const code = (s.charCodeAt(quote + 2) - 48) * 100 + (s.charCodeAt(quote + 3) - 48) * 10 + (s.charCodeAt(quote + 4) - 48);
-  status = code >= 100 && code < COMMON_STATUSES ? STATUS_TEXTS[code]! : s.slice(quote + 2, quote + 5);
-  bytes = k === bytesAt + 1 && s.charCodeAt(bytesAt) === 45 ? '-' : s.slice(bytesAt, k);
-  if (combined) {
-    referrer = r === k + 3 && s.charCodeAt(k + 2) === 45 ? '-' : s.slice(k + 2, r);
-    agent = g === r + 4 && s.charCodeAt(r + 3) === 45 ? '-' : s.slice(r + 3, g);
-  }
-  return MATCHED;
+  // nor a `"` before the method's (the client, the user, the time's brackets could hold one)
+  const headQuoteFree = s.indexOf('"') === d + 2;
+  // a `-` part (absent) is the constant, not a slice of its own; so are the method and protocol most lines share
+  return parseAccess(
+    combined,
+    true,
+    headQuoteFree,
+    s.slice(0, a),
+    c === b + 2 && s.charCodeAt(b + 1) === 45 ? '-' : s.slice(b + 1, c),
+    s,
+    c + 2,
+    d,
+    get ? 'GET' : s.slice(d + 3, e),
+    s.slice(e + 1, f),
+    quote === f + 9 && isHttp11(s, f + 1) ? 'HTTP/1.1' : s.slice(f + 1, quote),
+    s0 * 100 + s1 * 10 + s2,
+    bytesValue === -1 && k === bytesAt + 1 ? '-' : s.slice(bytesAt, k),
+    bytesValue,
+    !combined ? '-' : r === k + 3 && s.charCodeAt(k + 2) === 45 ? '-' : s.slice(k + 2, r),
+    !combined ? '-' : g === r + 4 && s.charCodeAt(r + 3) === 45 ? '-' : s.slice(r + 3, g),
+  );
 }
 
-/** The fields of the parts read (module state) of `text`; undefined when its time is none. */
-function parseAccess(combined: boolean, plain: boolean): Parsed | undefined {
+/**
+ * The fields of a line's parts (the patterns' groups, in order) and their JSON text; undefined
+ * when its time (`timeLine` from `timeFrom` to `timeTo`) is none. `plain`: the line is printable
+ * ASCII without `\` (QUOTED_ASCII); `headQuoteFree`: client, user, method and path hold no `"`
+ * (their JSON is themselves quoted). `code` is the status's number (three ASCII digits, both
+ * readers make sure), `bytesValue` the number of `bytes` when known, else -1.
+ */
+function parseAccess(
+  combined: boolean,
+  plain: boolean,
+  headQuoteFree: boolean,
+  client: string,
+  user: string,
+  timeLine: string,
+  timeFrom: number,
+  timeTo: number,
+  method: string,
+  path: string,
+  protocol: string | undefined,
+  code: number,
+  bytes: string,
+  bytesValue: number,
+  referrer: string,
+  agent: string,
+): Parsed | undefined {
   const time = readClfTimeIn(timeLine, timeFrom, timeTo);
   if (time === undefined) return undefined;
-  const fields: Record<string, unknown> = { client };
-  if (user !== '-') fields.user = user;
-  fields.method = method;
-  fields.path = path;
+  const hasUser = user !== '-';
+  const hasProtocol = protocol !== undefined && protocol !== '';
+  // the parts every line of a shape has, in one literal: its properties are made in the object
+  // itself; added one by one after a literal of one, they were moved to ever larger arrays beside it
+  const fields: Record<string, unknown> = hasUser
+    ? hasProtocol
+      ? { client, user, method, path, protocol, status: code }
+      : { client, user, method, path, status: code }
+    : hasProtocol
+      ? { client, method, path, protocol, status: code }
+      : { client, method, path, status: code };
   let json: string;
   // the common line, whose head's parts need no escaping: their JSON in one string, not one a part
   if (plain && headQuoteFree) {
     json =
-      user !== '-'
+      hasUser
         ? `{"client":"${client}","user":"${user}","method":"${method}","path":"${path}"`
         : // the usual method inside the constant: two strings fewer joined
           method === 'GET'
@@ -182,19 +191,18 @@ function parseAccess(combined: boolean, plain: boolean): Parsed | undefined {
           : `{"client":"${client}","method":"${method}","path":"${path}"`;
   } else {
     json = `{"client":${partJson(client, plain, headQuoteFree)}`;
-    if (user !== '-') json += `,"user":${partJson(user, plain, headQuoteFree)}`;
+    if (hasUser) json += `,"user":${partJson(user, plain, headQuoteFree)}`;
     json += `,"method":${partJson(method, plain, headQuoteFree)},"path":${partJson(path, plain, headQuoteFree)}`;
   }
-  if (protocol !== undefined && protocol !== '') {
-    fields.protocol = protocol;
-    json += protocol === 'HTTP/1.1' ? HTTP11_JSON : plain ? `,"protocol":"${protocol}"` : `,"protocol":${jsonString(protocol)}`;
+  // three digits: the JSON of their number is the number's text (`099` is 99)
+  const common = code >= 100 && code < COMMON_STATUSES;
+  if (hasProtocol && protocol === 'HTTP/1.1' && common) json += HTTP11_STATUS_JSONS[code]!;
+  else {
+    if (hasProtocol) json += protocol === 'HTTP/1.1' ? HTTP11_JSON : plain ? `,"protocol":"${protocol}"` : `,"protocol":${jsonString(protocol)}`;
+    json += common ? STATUS_JSONS[code]! : `,"status":${code}`;
   }
-  // three ASCII digits (both readers make sure): their number without Number's parse
-  const code = (status.charCodeAt(0) - 48) * 100 + (status.charCodeAt(1) - 48) * 10 + (status.charCodeAt(2) - 48);
-  fields.status = code;
-  json += code >= 100 && code < COMMON_STATUSES ? STATUS_JSONS[code]! : `,"status":${digitsJson(status)}`;
   if (bytes !== '-') {
-    fields.bytes = Number(bytes);
+    fields.bytes = bytesValue >= 0 ? bytesValue : Number(bytes);
     json += `,"bytes":${digitsJson(bytes)}`;
   }
   if (combined) {
@@ -210,12 +218,18 @@ function parseAccess(combined: boolean, plain: boolean): Parsed | undefined {
   return { fields, time, promote: false, text: json, quotedAscii: plain };
 }
 
+/** The pattern's match as parseAccess's arguments. */
+function fromMatch(m: RegExpExecArray, combined: boolean, plain: boolean): Parsed | undefined {
+  const status = m[7]!;
+  const code = (status.charCodeAt(0) - 48) * 100 + (status.charCodeAt(1) - 48) * 10 + (status.charCodeAt(2) - 48);
+  const time = m[3]!;
+  return parseAccess(combined, plain, false, m[1]!, m[2]!, time, 0, time.length, m[4]!, m[5]!, m[6], code, m[8]!, -1, combined ? m[9]! : '-', combined ? m[10]! : '-');
+}
+
 /** A line read by its pattern alone: what parseAccessLine gives, the way it was first written (the property test's reference). */
 export function parseAccessByPattern(text: string, combined: boolean): Parsed | undefined {
   const m = (combined ? COMBINED_LINE : COMMON_LINE).exec(text);
-  if (m === null) return undefined;
-  fromMatch(m, combined);
-  return parseAccess(combined, QUOTED_ASCII.test(text));
+  return m === null ? undefined : fromMatch(m, combined, QUOTED_ASCII.test(text));
 }
 
 /** A line read by scan when it is printable ASCII without `\`, else (or when scan cannot tell) by its pattern. */
@@ -225,10 +239,9 @@ export function parseAccessLine(text: string, combined: boolean): Parsed | undef
   if (read === NO_MATCH) return undefined;
   if (read === ASK_PATTERN) {
     const m = (combined ? COMBINED_LINE : COMMON_LINE).exec(text);
-    if (m === null) return undefined;
-    fromMatch(m, combined);
+    return m === null ? undefined : fromMatch(m, combined, true);
   }
-  return parseAccess(combined, true);
+  return read;
 }
 
 export function parseNginxCombined(text: string): Parsed | undefined {
