@@ -1,5 +1,6 @@
-// `file` sink: appends lines to `<name>.<n>.log` in `directory` (the highest n is current), one
-// write per batch, rotating at `max_size_mb` and pruning with the service log's rules.
+// `file` sink: appends lines to `<name>.<n>.log` in `directory` (the highest n is current): each
+// batch taken as bytes at once, those taken while a write is under way written together next,
+// rotating at `max_size_mb` and pruning with the service log's rules.
 
 import { type FileHandle, mkdir, open, stat } from 'node:fs/promises';
 import { join } from 'node:path';
