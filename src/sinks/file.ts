@@ -1,5 +1,6 @@
-// `file` sink: appends lines to `<name>.<n>.log` in `directory` (the highest n is current), one
-// write per batch, rotating at `max_size_mb` and pruning with the service log's rules.
+// `file` sink: appends lines to `<name>.<n>.log` in `directory` (the highest n is current): each
+// batch taken as bytes at once, those taken while a write is under way written together next,
+// rotating at `max_size_mb` and pruning with the service log's rules.
 
 import { type FileHandle, mkdir, open, stat } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -10,11 +11,59 @@ import { numberedFiles, pruneRotated } from '../core/prune.js';
 import type { OnFull } from '../core/queue.js';
 import type { Sink, SinkFactory } from './types.js';
 import { linesBuffer } from '../core/lines-buffer.js';
+import { settle, type Ticket } from '../core/ack.js';
+import type { SinkItem } from '../core/sink-item.js';
+import { HeldWaiters } from '../net/held-waiters.js';
 
 /** How often retention is applied besides at each rotation, ms. */
 const PRUNE_INTERVAL_MS = 60_000;
 /** How often the sink checks that its current file is still there (deleted, or its directory), ms. */
 const PATH_CHECK_MS = 1000;
+/** Most bytes of pending batches joined into one write. */
+const MAX_WRITE_BYTES = 8 * 1024 * 1024;
+/**
+ * Most entries the sink takes from its queue beyond the write under way (and at most its
+ * `buffer_size`): what arrives while the disk works, not a second queue (a stalled disk leaves
+ * the rest in the queue, whose bound pauses or drops as `on_full` says).
+ */
+const HELD_ENTRIES = 8192;
+
+/** A batch taken by write(): its lines as bytes, and the tickets its items owe a delivery on, as runs. */
+interface Pending {
+  readonly data: Buffer;
+  readonly count: number;
+  /** tickets[i] is owed runs[i] deliveries (the items of one emitted batch share a ticket) */
+  readonly tickets: (Ticket | undefined)[];
+  readonly runs: number[];
+  /** the items, kept only for a dead letter sink */
+  readonly items: SinkItem[] | undefined;
+}
+
+/** The tickets of `batch` as runs, so a pending batch holds no item (nor its entry and line). */
+function ticketRuns(batch: readonly SinkItem[]): { tickets: (Ticket | undefined)[]; runs: number[] } {
+  const tickets: (Ticket | undefined)[] = [];
+  const runs: number[] = [];
+  let last: Ticket | undefined | null = null;
+  for (let i = 0; i < batch.length; i++) {
+    const t = batch[i]!.ticket;
+    if (t === last) runs[runs.length - 1]!++;
+    else {
+      tickets.push(t);
+      runs.push(1);
+      last = t;
+    }
+  }
+  return { tickets, runs };
+}
+
+/** Settles every delivery a pending batch owes. */
+function settleRuns(b: Pending): void {
+  for (let i = 0; i < b.tickets.length; i++) {
+    const t = b.tickets[i];
+    if (t === undefined) continue;
+    for (let k = b.runs[i]!; k > 0; k--) settle(t);
+  }
+}
 
 interface FileSinkConfig {
   readonly directory: string;
@@ -67,9 +116,6 @@ export const createFileSink: SinkFactory = (plugin, ctx): Sink => {
   /** the last write failed: logged once until a write succeeds again */
   let failing = false;
   let pathTimer: NodeJS.Timeout | undefined;
-  let writing: Promise<void> | undefined;
-  /** entries of the write under way */
-  let inFlight = 0;
   let pruneTimer: NodeJS.Timeout | undefined;
   let closed = false;
 
@@ -101,20 +147,99 @@ export const createFileSink: SinkFactory = (plugin, ctx): Sink => {
     await prune();
   };
 
-  const writeAll = async (data: Buffer) => {
+  /** Appends `parts` (`bytes` in all) to the current file, rotating first when they would take it past max_size_mb. */
+  const writeAll = async (parts: readonly Buffer[], bytes: number) => {
     if (reopen) {
       reopen = false;
       release();
     }
-    if (size > 0 && size + data.length > maxBytes) await rotate();
+    if (size > 0 && size + bytes > maxBytes) await rotate();
     if (!fh) await openCurrent();
-    let off = 0;
-    while (off < data.length) {
-      const { bytesWritten } = await fh!.write(data, off, data.length - off);
-      off += bytesWritten;
+    // one write of them all (libuv writes on until every byte is in); what a short one left, one part after the other
+    let off = (await fh!.writev(parts as Buffer[])).bytesWritten;
+    for (let i = 0, start = 0; i < parts.length && off < bytes; start += parts[i++]!.length) {
+      const part = parts[i]!;
+      for (let at = Math.max(0, off - start); at < part.length; ) {
+        const { bytesWritten } = await fh!.write(part, at, part.length - at);
+        at += bytesWritten;
+        off += bytesWritten;
+      }
     }
-    size += data.length;
-    counters.bytes_written += data.length;
+    size += bytes;
+    counters.bytes_written += bytes;
+  };
+
+  /**
+   * Batches taken and not yet written, oldest first: their lines as bytes, and what settles them.
+   * A batch becomes bytes the moment write() takes it, and the queue moves on while the disk
+   * works: lines waiting in the queue for the write before them lived long enough for the
+   * garbage collector to copy them, and their entries and the texts those are cut from, twice and
+   * then into the old generation (a collector's young collections kept nine tenths of what they
+   * found, its worker spent a third of its time on them). Held as bytes they cost it nothing.
+   */
+  const pending: Pending[] = [];
+  /** entries and bytes in `pending`, and in the write under way */
+  let heldEntries = 0;
+  let heldBytes = 0;
+  let draining: Promise<void> | undefined;
+  /** close() gave up at its deadline: what is still pending stays unwritten (held(), abandoned) */
+  let cutShort = false;
+  const waiters = new HeldWaiters(() => heldEntries, Math.min(cfg.buffer_size, HELD_ENTRIES), () => heldBytes, cfg.buffer_max_bytes);
+
+  /** The oldest pending batches that go into the current file together (rotation as for each alone), joined. */
+  const nextWrite = (): { parts: Buffer[]; bytes: number; batches: Pending[] } => {
+    let bytes = pending[0]!.data.length;
+    let n = 1;
+    // once the file is found missing the next write opens it afresh: its size no longer counts
+    const room = reopen ? maxBytes : maxBytes - size;
+    while (n < pending.length && bytes + pending[n]!.data.length <= room && bytes + pending[n]!.data.length <= MAX_WRITE_BYTES) bytes += pending[n++]!.data.length;
+    const batches = pending.splice(0, n);
+    return { parts: batches.map((b) => b.data), bytes, batches };
+  };
+
+  /** Writes what is pending, a file's worth at a time, settling each batch once its bytes are written (or dropped). */
+  const drain = async () => {
+    // bounded: each turn takes at least one batch off `pending`, and write() adds at most buffer_size entries beyond it
+    while (pending.length > 0 && !cutShort) {
+      const { parts, bytes, batches } = nextWrite();
+      // with a dead letter sink a failed write is tried once more on a freshly opened file, then
+      // its entries go there instead of being dropped
+      try {
+        await (ctx.deadLetter
+          ? writeAll(parts, bytes).catch(async () => {
+              release();
+              await writeAll(parts, bytes);
+            })
+          : writeAll(parts, bytes));
+        if (failing) {
+          failing = false;
+          ctx.log.info({ pipeline: ctx.pipeline, plugin: plugin.id, file: currentPath() }, 'File sink writing again');
+        }
+      } catch (err) {
+        // A failed write (disk full, permissions, directory gone) drops and counts its entries; the
+        // next one opens the file again.
+        release();
+        const entries = batches.reduce((n, b) => n + b.count, 0);
+        if (ctx.deadLetter) {
+          for (const b of batches) ctx.deadLetter(b.items!, 'write_failed');
+          ctx.log.warn({ pipeline: ctx.pipeline, plugin: plugin.id, error: errorMessage(err), entries }, 'File sink write failed, entries sent to the dead letter sink');
+        } else {
+          counters.dropped_writes += entries;
+          if (!failing) {
+            failing = true;
+            ctx.log.error({ pipeline: ctx.pipeline, plugin: plugin.id, error: errorMessage(err) }, 'File sink write failed, entries dropped');
+          }
+        }
+      }
+      // delivered, dropped with a count, or handed on (a dead letter owes a delivery of its own)
+      for (const b of batches) {
+        settleRuns(b);
+        heldEntries -= b.count;
+        heldBytes -= b.data.length;
+      }
+      waiters.wake(closed);
+    }
+    draining = undefined;
   };
 
   return {
@@ -147,62 +272,34 @@ export const createFileSink: SinkFactory = (plugin, ctx): Sink => {
       }, PATH_CHECK_MS);
       pathTimer.unref();
     },
+    settles: true,
+    heldBytes: () => heldBytes,
     write(batch) {
       if (closed) throw new Error('file sink is closed');
       const lines: string[] = new Array<string>(batch.length);
       for (let i = 0; i < batch.length; i++) lines[i] = batch[i]!.line;
-      // A failed write (disk full, permissions, directory gone) drops and counts the batch; the
-      // next one opens the file again.
       const data = linesBuffer(lines);
-      // with a dead letter sink a failed write is tried once more on a freshly opened file, then
-      // its entries go there instead of being dropped
-      const attempt = ctx.deadLetter
-        ? writeAll(data).catch(async () => {
-            release();
-            await writeAll(data);
-          })
-        : writeAll(data);
-      const p = attempt.then(
-        () => {
-          if (!failing) return;
-          failing = false;
-          ctx.log.info({ pipeline: ctx.pipeline, plugin: plugin.id, file: currentPath() }, 'File sink writing again');
-        },
-        (err: unknown) => {
-          release();
-          if (ctx.deadLetter) {
-            ctx.deadLetter(batch, 'write_failed');
-            ctx.log.warn({ pipeline: ctx.pipeline, plugin: plugin.id, error: errorMessage(err), entries: batch.length }, 'File sink write failed, entries sent to the dead letter sink');
-            return;
-          }
-          counters.dropped_writes += batch.length;
-          if (failing) return;
-          failing = true;
-          ctx.log.error({ pipeline: ctx.pipeline, plugin: plugin.id, error: errorMessage(err) }, 'File sink write failed, entries dropped');
-        },
-      );
-      inFlight = batch.length;
-      writing = p.then(() => {
-        inFlight = 0;
-      });
-      return writing;
+      // the items themselves only when a failed write hands their entries to the dead letter sink
+      pending.push({ data, count: batch.length, ...ticketRuns(batch), items: ctx.deadLetter ? batch : undefined });
+      heldEntries += batch.length;
+      heldBytes += data.length;
+      draining ??= drain();
+      return waiters.whenRoom(false);
     },
     // a write the close deadline cut short may not have reached the file
-    held: () => inFlight,
+    held: () => heldEntries,
     async close(deadline) {
       if (closed) return;
       closed = true;
       if (pruneTimer) clearInterval(pruneTimer);
       if (pathTimer) clearInterval(pathTimer);
-      if (writing) {
-        let timer: NodeJS.Timeout | undefined;
-        await Promise.race([writing, new Promise<void>((r) => (timer = setTimeout(r, Math.max(0, deadline - Date.now()))))]);
-        clearTimeout(timer);
-      }
+      waiters.wake(true);
+      if (heldEntries > 0) await waiters.emptyBy(deadline);
+      cutShort = heldEntries > 0;
       // FileHandle.close() waits for the write under way, so past the deadline it is not awaited
       const closing = fh?.close().catch(() => undefined);
       fh = undefined;
-      if (inFlight === 0) await closing;
+      if (heldEntries === 0) await closing;
     },
   };
 };

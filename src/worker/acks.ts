@@ -15,17 +15,29 @@ export class DoneIds {
   constructor(private readonly max: number) {}
 
   add(ids: readonly string[], at: number): void {
-    // Joined at once, into a string of their own: a received id is a slice of its line, which it
-    // would keep alive until the take (a second away), and one string per batch is cheap to keep.
+    const packed = this.pack(ids);
+    if (packed) this.addPacked(packed, at);
+  }
+
+  /**
+   * `ids` joined into a string of their own (undefined when none is kept): a received id is a
+   * slice of its line, or of the whole text its frame was read in, which it would keep alive until
+   * the batch is done; one string per batch is cheap to keep.
+   */
+  pack(ids: readonly string[]): PackedIds | undefined {
     let kept = ids;
     let text = tryJoinIds(ids);
     if (text === undefined) {
       kept = ids.filter((x) => !x.includes('\n')); // such an id is not packed (see DedupChunk)
       text = joinIds(kept);
     }
-    if (kept.length === 0) return;
-    this.parts.push({ ids: text, count: kept.length, at });
-    this.count += kept.length;
+    return kept.length === 0 ? undefined : { text, count: kept.length };
+  }
+
+  /** Ids packed by pack(), done at `at`. */
+  addPacked(packed: PackedIds, at: number): void {
+    this.parts.push({ ids: packed.text, count: packed.count, at });
+    this.count += packed.count;
     while (this.count - this.parts[0]!.count >= this.max) this.count -= this.parts.shift()!.count;
   }
 
@@ -54,17 +66,43 @@ export class DoneIds {
   }
 }
 
+/** Ids packed for the journal (DoneIds.pack). */
+export interface PackedIds {
+  readonly text: string;
+  readonly count: number;
+}
+
+/** The ids of one batch that passed dedup, collected as the batch goes through the flow, then packed (packBatchIds). */
+export interface BatchIds {
+  ids: string[];
+  packed?: PackedIds;
+}
+
+/**
+ * Packs a batch's ids once the batch went through the flow, before its entries wait on the sinks:
+ * the ids let go, the texts they were cut from die young instead of living until the batch is done
+ * (a collector's file write), copied by every young collection meanwhile.
+ */
+export function packBatchIds(journal: DoneIds, batch: BatchIds): void {
+  if (batch.ids.length > 0) batch.packed = journal.pack(batch.ids);
+  batch.ids = [];
+}
+
 /**
  * The ticket of one batch, held once (released by the caller after the fan-out), or undefined
- * when nobody waits for it. `ids` collects the batch's ids that passed dedup, for `journal`.
+ * when nobody waits for it. `batch` collects the batch's ids that passed dedup, for `journal`,
+ * which gets them once the batch is done.
  */
-export function openTicket(done: (() => void) | undefined, journal: DoneIds | undefined, ids: string[]): Ticket | undefined {
+export function openTicket(done: (() => void) | undefined, journal: DoneIds | undefined, batch: BatchIds): Ticket | undefined {
   if (!done && !journal) return undefined;
   const at = Date.now();
   return {
     pending: 1,
     done: () => {
-      if (journal && ids.length > 0) journal.add(ids, at);
+      if (journal) {
+        const packed = batch.packed ?? (batch.ids.length > 0 ? journal.pack(batch.ids) : undefined);
+        if (packed) journal.addPacked(packed, at);
+      }
       done?.();
     },
   };

@@ -19,7 +19,7 @@ import { createFlow, type Flow } from '../flow/index.js';
 import type { PipelinePositions } from '../ipc/messages.js';
 import type { DeadLetterItem, Sink, SinkItem } from '../sinks/types.js';
 import type { Source } from '../sources/types.js';
-import { DoneIds, openTicket } from './acks.js';
+import { type BatchIds, DoneIds, openTicket, packBatchIds } from './acks.js';
 import { deadLetterItems } from './dead-letters.js';
 import { allIdle, bySinks, type Fanout, type SinkRunner, wireVersions } from './fanout.js';
 import { BuildError, type BuildOptions, type Pipeline } from './pipeline-api.js';
@@ -270,7 +270,7 @@ class AssembledPipeline implements Pipeline {
     if (this.refused(source, entries.length, done)) return;
     const flow = this.flow;
     if (!flow) return;
-    const passed: string[] = [];
+    const passed: BatchIds = { ids: [] };
     const ticket = openTicket(done, this.journal, passed);
     const now = Date.now();
     const offered: FramedItem[] = [];
@@ -279,7 +279,7 @@ class AssembledPipeline implements Pipeline {
       const line = flow.process(entry, now);
       if (line === undefined) continue;
       // an entry without an id passed the window unseen: nothing to hand on
-      if (this.journal && entry.id !== undefined) passed.push(entry.id);
+      if (this.journal && entry.id !== undefined) passed.ids.push(entry.id);
       if (this.wireAhead) {
         const item = framedItem(entry, line, ticket);
         offered.push(item);
@@ -294,6 +294,7 @@ class AssembledPipeline implements Pipeline {
       // held as frames alone until acknowledged (routes took their look in the fan-out above)
       if (this.framesSuffice && versions === 1 << PROTOCOL_V2) releaseEntries(offered);
     }
+    if (this.journal) packBatchIds(this.journal, passed);
     settle(ticket);
     this.updateSaturation();
     this.pumpSoon(source);
@@ -309,15 +310,16 @@ class AssembledPipeline implements Pipeline {
     if (this.refused(source, items.length, done)) return;
     const flow = this.flow;
     if (!flow) return;
-    const passed: string[] = [];
+    const passed: BatchIds = { ids: [] };
     const ticket = openTicket(done, this.journal, passed);
     const now = Date.now();
     for (const item of items) {
       if (!flow.pass(item.id, now)) continue;
-      if (this.journal && item.id !== undefined) passed.push(item.id);
+      if (this.journal && item.id !== undefined) passed.ids.push(item.id);
       (item as { ticket?: Ticket }).ticket = ticket;
       this.fanout.offer(item);
     }
+    if (this.journal) packBatchIds(this.journal, passed);
     settle(ticket);
     this.updateSaturation();
     this.pumpSoon(source);

@@ -2,7 +2,7 @@
 
 import test from 'ava';
 import { InOrder, settle, type Ticket } from '../../src/core/ack.js';
-import { DoneIds, openTicket } from '../../src/worker/acks.js';
+import { type BatchIds, DoneIds, openTicket, packBatchIds } from '../../src/worker/acks.js';
 import { type DedupWindow, eachId } from '../../src/core/dedup-window.js';
 
 const idsOf = (w: DedupWindow) => {
@@ -41,11 +41,11 @@ test('InOrder advances only past a finished prefix, to the last mark of it', (t)
 });
 
 test('openTicket: nobody waiting means no ticket; a journal gets the ids once the batch is done', (t) => {
-  t.is(openTicket(undefined, undefined, []), undefined);
+  t.is(openTicket(undefined, undefined, { ids: [] }), undefined);
   const journal = new DoneIds(100);
   const ids = ['a', 'b'];
   let sourceDone = false;
-  const ticket = openTicket(() => (sourceDone = true), journal, ids)!;
+  const ticket = openTicket(() => (sourceDone = true), journal, { ids })!;
   ticket.pending += 2; // two sinks took one entry
   settle(ticket); // the hold released after the fan-out
   settle(ticket);
@@ -56,6 +56,21 @@ test('openTicket: nobody waiting means no ticket; a journal gets the ids once th
   t.deepEqual(idsOf(w), ['a', 'b']);
   t.is(w[0]!.runs.length, 2, 'done together: one time');
   t.is(journal.take(), undefined, 'taken once');
+});
+
+test('packBatchIds: a batch packed before its sinks finish lets its ids go; the journal gets them only once the batch is done', (t) => {
+  const journal = new DoneIds(100);
+  const batch: BatchIds = { ids: ['f.1', 'f.2', 'f.3'] };
+  const ticket = openTicket(undefined, journal, batch)!;
+  ticket.pending += 3; // three entries taken by one sink
+  packBatchIds(journal, batch);
+  t.deepEqual(batch.ids, [], 'the id strings are no longer held');
+  settle(ticket);
+  settle(ticket);
+  settle(ticket);
+  t.is(journal.take(), undefined, 'not done yet: no id is handed on');
+  settle(ticket);
+  t.deepEqual(idsOf(journal.take()!), ['f.1', 'f.2', 'f.3']);
 });
 
 test('DoneIds keeps no more than the window would', (t) => {
