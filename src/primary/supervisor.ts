@@ -18,7 +18,7 @@ import { findKeptBuffers } from './kept-buffers.js';
 import { awaitBuilt, buildFailure, PipelineBuildError, PipelineWorker } from './pipeline-worker.js';
 import { CrashRestarts } from './restarts.js';
 import type { ServiceLog } from './service-log.js';
-import { workerExecArgv } from './worker-flags.js';
+import { workerEnv, workerExecArgv } from './worker-flags.js';
 
 /** How the first generation's start ended: `invalid` exits 78, `unavailable` 69 (DESIGN.md §2). */
 export type StartResult = 'started' | 'invalid' | 'unavailable';
@@ -114,7 +114,7 @@ export class Supervisor {
 
   /** `config`: the configuration the worker's generation belongs to (for its `quiet`). */
   private fork(pipeline: PipelineConfig, generation: number, config: Config = this.config): PipelineWorker {
-    const worker = cluster.fork();
+    const worker = cluster.fork(workerEnv());
     const pw = new PipelineWorker(worker, pipeline, generation, this.opts.log.levelFor(config.quiet), config.node_name, this.dataDir, config.report_interval_ms > 0);
     this.live.add(pw);
     worker.on('message', (msg: unknown) => {

@@ -1,5 +1,6 @@
 // The Node flags a pipeline worker runs with (DESIGN.md §1: the primary forks one worker per
-// pipeline): the primary's own, and the young generation's semi-space, set explicitly.
+// pipeline): the primary's own, and the young generation's semi-space, set explicitly; and
+// what its environment adds (glibc's malloc arenas, below).
 //
 // An entry lives from its read until every sink finished it: across a hop's round trip, a chain
 // acknowledgement, an http_chain 204. 32 MiB semi-spaces (64 MiB of young generation at a
@@ -20,4 +21,19 @@ const SEMI_SPACE_FLAG = /^--max[-_]semi[-_]space[-_]size(=|$)/;
 export function workerExecArgv(execArgv: readonly string[] = process.execArgv, nodeOptions: string = process.env.NODE_OPTIONS ?? ''): string[] {
   const own = [...execArgv, ...nodeOptions.split(/\s+/)].some((flag) => SEMI_SPACE_FLAG.test(flag));
   return own ? [...execArgv] : [...execArgv, `--max-semi-space-size=${WORKER_SEMI_SPACE_MB}`];
+}
+
+/**
+ * glibc's malloc arenas in a pipeline worker. glibc gives threads arenas of their own (up to eight
+ * per core), and a worker's threads (V8's compiler and collector helpers, libuv's pool for file
+ * reads and compression) each keep what they freed in theirs: a busy edge worker peaked 15–20 MiB
+ * higher with them than with two, at the same CPU per line (docs/capacity.md, "The workers'
+ * malloc arenas"). The JavaScript heap and Buffers do not come from malloc arenas, so two is no
+ * bottleneck. An operator's own MALLOC_ARENA_MAX wins; a C library other than glibc ignores it.
+ */
+export const WORKER_MALLOC_ARENAS = 2;
+
+/** What the worker's environment adds to the primary's: MALLOC_ARENA_MAX unless the operator set it. */
+export function workerEnv(env: NodeJS.ProcessEnv = process.env): Record<string, string> {
+  return env.MALLOC_ARENA_MAX === undefined ? { MALLOC_ARENA_MAX: String(WORKER_MALLOC_ARENAS) } : {};
 }

@@ -3,7 +3,7 @@
 
 import { readFileSync } from 'node:fs';
 import test from 'ava';
-import { workerExecArgv, WORKER_SEMI_SPACE_MB } from '../../src/primary/worker-flags.js';
+import { WORKER_MALLOC_ARENAS, workerEnv, workerExecArgv, WORKER_SEMI_SPACE_MB } from '../../src/primary/worker-flags.js';
 import { childPids, ownedTempDir, spawnOwnedNode, waitFor, waitReady } from '../helpers/node.js';
 
 const config = `[[pipelines]]
@@ -15,18 +15,30 @@ config = { interval_ms = 1000, length = 3 }
 type = "null"
 `;
 
+/** The environment a process was started with. */
+const environ = (pid: number): Map<string, string> =>
+  new Map(
+    readFileSync(`/proc/${pid}/environ`, 'utf8')
+      .split('\0')
+      .filter(Boolean)
+      .map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]),
+  );
+
 /** The command line a process was started with. */
 const cmdline = (pid: number): string[] => readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter(Boolean);
 
-async function workerFlags(t: Parameters<typeof spawnOwnedNode>[0], env: Record<string, string | undefined>): Promise<string[]> {
+/** A real worker's command line and environment. */
+async function workerStart(t: Parameters<typeof spawnOwnedNode>[0], env: Record<string, string | undefined>): Promise<{ flags: string[]; env: Map<string, string> }> {
   const dir = ownedTempDir(t);
   const node = spawnOwnedNode(t, ['-c', dir.file('node.toml', config)], { env });
   await waitReady(node, 'the node');
   const [worker] = await waitFor(async () => ((await childPids(node.child.pid!)).length === 1 ? childPids(node.child.pid!) : undefined), 'one worker');
-  const flags = cmdline(worker!);
+  const started = { flags: cmdline(worker!), env: environ(worker!) };
   await node.stop();
-  return flags;
+  return started;
 }
+
+const workerFlags = async (t: Parameters<typeof spawnOwnedNode>[0], env: Record<string, string | undefined>): Promise<string[]> => (await workerStart(t, env)).flags;
 
 test('the worker flags: the primary\'s own, then the semi-space unless set in the flags or NODE_OPTIONS', (t) => {
   const ours = `--max-semi-space-size=${WORKER_SEMI_SPACE_MB}`;
@@ -47,4 +59,17 @@ test.serial('a pipeline worker starts with its semi-space flag; an operator\'s N
     theirs.some((f) => f.startsWith('--max-semi-space-size')),
     `worker command line with NODE_OPTIONS=--max-semi-space-size=8: ${theirs.join(' ')}`,
   );
+});
+
+test('the worker environment: MALLOC_ARENA_MAX unless the operator set it', (t) => {
+  t.deepEqual(workerEnv({}), { MALLOC_ARENA_MAX: String(WORKER_MALLOC_ARENAS) });
+  t.deepEqual(workerEnv({ PATH: '/usr/bin' }), { MALLOC_ARENA_MAX: '2' });
+  t.deepEqual(workerEnv({ MALLOC_ARENA_MAX: '8' }), {});
+});
+
+test.serial("a pipeline worker starts with MALLOC_ARENA_MAX=2; an operator's own value is kept", async (t) => {
+  const ours = await workerStart(t, { MALLOC_ARENA_MAX: undefined });
+  t.is(ours.env.get('MALLOC_ARENA_MAX'), String(WORKER_MALLOC_ARENAS), 'the worker environment');
+  const theirs = await workerStart(t, { MALLOC_ARENA_MAX: '8' });
+  t.is(theirs.env.get('MALLOC_ARENA_MAX'), '8', "the worker keeps the operator's value");
 });
