@@ -54,18 +54,6 @@ export async function findInDirectory(directory: string, inodes: ReadonlySet<num
 }
 
 /**
- * The fast-glob pattern for a file-name `pattern`: only `*` and `?` are special, everything else is
- * escaped. The directory is never part of a glob: it goes in as `cwd`, so no character in its name
- * (brackets, braces, `!`) can be misread, which escaping alone does not guarantee.
- */
-export function fileGlob(pattern: string): string {
-  return pattern
-    .split(/([*?])/)
-    .map((part) => (part === '*' || part === '?' || part === '' ? part : fg.escapePath(part)))
-    .join('');
-}
-
-/**
  * The directory patterns (relative to the glob's static base) that the directories holding its
  * files match: `a/*\/b/*.log` gives `a`, `a/*`, `a/*\/b`; from a `**` on, everything below.
  */
