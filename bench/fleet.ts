@@ -207,7 +207,7 @@ export async function backlog(fleet: Fleet, total: number, run: number): Promise
   const received = after.entries - before.entries;
   const requests = after.requests - before.requests;
   return {
-    row: [`${run}`, `${total}`, `${got}`, `${received}`, `${requests}`, `${Math.round(received / Math.max(1, requests))}`, `${Math.round(got / secs)}`, secs.toFixed(2)],
+    row: [`${run}`, `${total}`, `${got}`, `${received}`, `${requests}`, `${Math.round(received / Math.max(1, requests))}`, `${Math.round(got / secs)}`, secs.toFixed(2), usPerLine(sum((k) => k.includes(' worker ')))],
     cpu,
     eps: got / secs,
   };
@@ -307,13 +307,16 @@ export async function main(): Promise<void> {
       console.log(`plain tcp_chain hop (bench/chain.js, 1,000,000 lines of 200 B, a run after each fleet run): median ${Math.round(hop)} lines/s (${hops.map((h) => Math.round(h)).join(', ')})`);
       console.log(`fleet / hop: ${(mid.eps / hop).toFixed(2)} × (medians; each run's pair: ${pairs} ×)`);
     }
-    console.log(table(['run', 'lines', 'unique at collector', 'received by the collector (both relays)', 'requests', 'lines/request', 'unique lines/s', 'seconds'], runs.map((r) => r.row)));
+    console.log(table(['run', 'lines', 'unique at collector', 'received by the collector (both relays)', 'requests', 'lines/request', 'unique lines/s', 'seconds', 'workers CPU µs/line'], runs.map((r) => r.row)));
     console.log(`relays (both, whole bench): ${relays.entries} entries received, ${relays.carried} of them carried on as their frames, undecoded (carried_entries)`);
     // peak RSS (VmHWM) of each process since it started: over every run so far, the warm-up included
     const procs = fleetProcesses(fleet);
     const rss = (name: string) => (procs.has(name) ? (peakRss(procs.get(name)!) / 1024 / 1024).toFixed(1) : '');
     console.log('\nCPU during the median backlog run (user + system of all its threads; 200 % = both cores; µs per backlog line); peak RSS of each process over the whole bench');
     console.log(table(['process', 'CPU s', 'share of the run', 'CPU µs/line', 'peak RSS MiB'], mid.cpu.map((row) => [...row, rss(row[0]!)])));
+    // every run's µs per line by process: where the first run (fresh processes) pays more
+    console.log('\nCPU µs per backlog line of each process, by run');
+    console.log(table(['process', ...runs.map((_, i) => `run ${i + 1}`)], mid.cpu.map((row, j) => [row[0]!, ...runs.map((r) => r.cpu[j]![3]!)])));
     if (BACKLOG_ONLY) return;
     const rows2: string[][] = [];
     for (const [count, everyMs, label] of [

@@ -1,7 +1,7 @@
 // The fleet of compose.yaml run as local processes from the same deploy/ files (issue 8).
 
 import { spawnSync } from 'node:child_process';
-import { appendFileSync, closeSync, existsSync, openSync, readdirSync, readSync, statSync } from 'node:fs';
+import { appendFileSync, closeSync, existsSync, openSync, readdirSync, readFileSync, readSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import test from 'ava';
 import { loadConfig } from '../../src/config/load.js';
@@ -209,6 +209,16 @@ test.serial('chain through relays: 100,000 lines written at the edge reach the c
   }
   await waitFor(() => missingOf(collected(), 'bulk', total).length === 0, `all ${total} lines at the collector`, 60_000);
   t.log(`100,000 lines edge → relays → collector in ${Date.now() - t0} ms`);
+  // the edge's workers run with the young generation compose gives the edge (NODE_OPTIONS), not
+  // the 16 MiB semi-space a worker gets by default (docs/capacity.md, "The shipped edges' links")
+  const edgeWorkers = await childPids(fleet.node('edge').child.pid!);
+  t.true(edgeWorkers.length >= 1);
+  for (const pid of edgeWorkers) {
+    const environ = readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0');
+    const cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+    t.true(environ.includes('NODE_OPTIONS=--max-semi-space-size=8'), `edge worker ${pid}: NODE_OPTIONS of compose.yaml`);
+    t.false(cmdline.some((a) => a.startsWith('--max-semi-space-size')), `edge worker ${pid}: no semi-space flag of its own: ${cmdline.join(' ')}`);
+  }
   const relayRecords = ['relay-a', 'relay-b'].flatMap((n) => fleet.node(n).records);
   t.deepEqual(
     relayRecords.filter((r) => r.msg === 'Authorization rejected'),

@@ -26,7 +26,8 @@ import {
   type Workload,
   workloads,
 } from '../helpers/kubernetes.js';
-import { tempDir } from '../helpers/node.js';
+import { readCompose } from '../helpers/fleet.js';
+import { ROOT, tempDir } from '../helpers/node.js';
 
 const NAMESPACE = 'logrelay';
 const CHAIN_TYPES = new Set(['tcp_chain', 'http_chain']);
@@ -350,4 +351,15 @@ test('the edge: host logs read-only, data_dir its only writable host path, NODE_
   const text = configTomlOf(w, objects);
   t.regex(text, /^# \[pipelines\.plugin_sources\.config\.multiline\]\n# preset = "java"/m, 'a multiline preset, left commented');
   t.regex(text, /Multiline entries .* are left off/, 'with a note saying why');
+});
+
+test('the edge runs as compose runs it: its workers\' young generation (NODE_OPTIONS) and what each relay link holds', (t) => {
+  const w = all.find((x) => x.kind === 'DaemonSet')!;
+  const compose = readCompose().services.edge!.environment ?? {};
+  t.is(compose.NODE_OPTIONS, '--max-semi-space-size=8', 'compose.yaml: the edge\'s semi-spaces (docs/capacity.md, "The shipped edges\' links")');
+  t.is(envOf(w).NODE_OPTIONS, compose.NODE_OPTIONS, 'the DaemonSet gives its container the same');
+  const sizes = (c: Config) => pluginsOf(c, 'plugin_sinks').filter((s) => s.type === 'tcp_chain').map((s) => s.config.buffer_size);
+  const composeEdge = loadConfig({ file: join(ROOT, 'deploy/edge.toml'), env: { NODE_NAME: 'edge', RELAY_A_PORT: '7000', RELAY_B_PORT: '7000', ADMIN_PORT: '9598' }, flags: new Map() });
+  t.deepEqual([...new Set(sizes(configOf(w)))], [5000]);
+  t.deepEqual([...new Set(sizes(composeEdge))], [5000]);
 });
