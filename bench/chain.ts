@@ -28,7 +28,7 @@ import { freePort, type RunningNode, spawnNode, tempDir, waitFor, waitReady } fr
 import { makePki, type Pki } from '../test/helpers/pki.js';
 import { latestStatus } from '../test/helpers/status.js';
 import { writeInput } from './input.js';
-import { childPids, cpuSplitMs, peakRss, readEnd, threadCpuMs } from './proc.js';
+import { childPids, cpuSplitMs, peakRss, readEnd, settleDisk, threadCpuMs } from './proc.js';
 import { type ForwardResult, rsyslogForward, rsyslogHop } from './rsyslog.js';
 import { loadRange, markdownTable, median, medianRun, pct, quietLoad, rate, runIfMain, spread } from './report.js';
 
@@ -51,6 +51,12 @@ function only(list: string, title: string): boolean {
   return list.split(',').some((part) => (SCENARIOS.some((s) => s.title === part) ? title === part : title.includes(part)));
 }
 const WITH_ANCHOR = process.env.BENCH_NO_ANCHOR === undefined;
+/**
+ * BENCH_HOP_WARM=<lines>: each throughput run's nodes first carry this many lines, untimed, so the
+ * timed lines find their code compiled (a hop in its steady state, as a fleet that has run a while
+ * is); by default the timed lines are the first the fresh pair carries.
+ */
+const HOP_WARM = Math.max(0, Number(process.env.BENCH_HOP_WARM ?? 0));
 /** BENCH_HTTP_SINK: extra config lines of the http_chain sink (`max_in_flight = 1;flush_interval_ms = 50`), `;` between them */
 const HTTP_SINK_KEYS = (process.env.BENCH_HTTP_SINK ?? '').split(';').filter(Boolean).map((l) => `${l.trim()}\n`).join('');
 
@@ -157,11 +163,18 @@ export async function throughput(
     const worker = childPids(b.child.pid!)[0];
     if (worker === undefined) throw new Error(`${s.title}: the receiver has no worker`);
     const sender = childPids(a.child.pid!)[0] ?? 0;
+    if (HOP_WARM > 0) {
+      // the byte counters below would count the warm-up's lines too
+      if (s.compression) throw new Error(`${s.title}: BENCH_HOP_WARM is for the rates of uncompressed links`);
+      writeInput(`${watch}/warm.log`, HOP_WARM, LINE_BYTES);
+      await readEnd(worker, () => processedAtB(b) >= HOP_WARM, () => `${s.title}: warm-up, ${processedAtB(b)} of ${HOP_WARM} entries at the receiver`, THROUGHPUT_DEADLINE_MS);
+    }
+    settleDisk();
     const cpu0 = [cpuSplitMs(sender), cpuSplitMs(worker)];
     const threads0 = [threadCpuMs(sender), threadCpuMs(worker)];
     const t0 = performance.now();
     renameSync(input, `${watch}/app.log`);
-    const t1 = await readEnd(worker, () => processedAtB(b) >= lines, () => `${s.title}: ${processedAtB(b)} of ${lines} entries at the receiver`, THROUGHPUT_DEADLINE_MS);
+    const t1 = await readEnd(worker, () => processedAtB(b) >= HOP_WARM + lines, () => `${s.title}: ${processedAtB(b) - HOP_WARM} of ${lines} entries at the receiver`, THROUGHPUT_DEADLINE_MS);
     // the workers' CPU time over the run (all their threads), for where a run's time goes
     const used = (pid: number, before: [number, number]) => {
       const [u, k] = cpuSplitMs(pid);

@@ -1,5 +1,6 @@
 // /proc readers for the bench: a process's children, its peak RSS and the bytes it has read.
 
+import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 
 /** Child pids of `pid` (the pipeline workers of a primary). */
@@ -80,6 +81,18 @@ export async function readEnd(worker: number, finished: () => boolean, progress:
   }
   const read = bytesRead(worker);
   return samples.find(([, r]) => r >= read - 65536)?.[0] ?? performance.now();
+}
+
+/**
+ * Writes every dirty page of the machine to disk (sync(1)) before a timed window opens. A bench
+ * writes its input (the hop's 200 MB, the fleet's 60 MB backlog) and its nodes write their output
+ * just before; the kernel writes such pages back 30 s later (vm.dirty_expire_centisecs), on the
+ * same two cores, inside whichever run is timed then. Without this, the fleet bench's hop ran at
+ * 215,000-486,000 lines/s over twelve benches, the third of its three the slowest in seven of them
+ * (after two rounds of writes); with it, 352,000-457,000 over six (docs/benchmarks.md).
+ */
+export function settleDisk(): void {
+  execFileSync('sync');
 }
 
 export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));

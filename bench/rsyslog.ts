@@ -17,7 +17,7 @@ import { performance } from 'node:perf_hooks';
 import { procAddress } from '../src/syslog/kernel-drops.js';
 import { freePort } from '../test/helpers/node.js';
 import { peerBinary } from '../test/helpers/peers.js';
-import { cpuMs, peakRss, until } from './proc.js';
+import { cpuMs, peakRss, settleDisk, until } from './proc.js';
 
 export interface ForwardResult {
   readonly entriesPerSec: number;
@@ -75,6 +75,7 @@ const listening = (port: number): boolean => readFileSync('/proc/net/tcp', 'lati
  * and renames it back; the daemons' peak RSS and CPU time are sampled over the run.
  */
 async function timeRun(daemons: readonly Daemon[], input: string, watched: string, counter: { count: () => number }, lines: number, deadlineMs: number): Promise<ForwardResult> {
+  settleDisk();
   const cpu0 = daemons.map((d) => cpuMs(d.child.pid!));
   const t0 = performance.now();
   renameSync(input, watched);
