@@ -28,7 +28,7 @@ import { freePort, type RunningNode, spawnNode, tempDir, waitFor, waitReady } fr
 import { makePki, type Pki } from '../test/helpers/pki.js';
 import { latestStatus } from '../test/helpers/status.js';
 import { writeInput } from './input.js';
-import { childPids, cpuSplitMs, peakRss, readEnd, settleDisk, threadCpuMs } from './proc.js';
+import { childPids, cpuSplitMs, peakRss, readEnd, settleDisk, threadCpuMs, until } from './proc.js';
 import { type ForwardResult, rsyslogForward, rsyslogHop } from './rsyslog.js';
 import { loadRange, markdownTable, median, medianRun, pct, quietLoad, rate, runIfMain, spread } from './report.js';
 
@@ -167,7 +167,7 @@ export async function throughput(
       // the byte counters below would count the warm-up's lines too
       if (s.compression) throw new Error(`${s.title}: BENCH_HOP_WARM is for the rates of uncompressed links`);
       writeInput(`${watch}/warm.log`, HOP_WARM, LINE_BYTES);
-      await readEnd(worker, () => processedAtB(b) >= HOP_WARM, () => `${s.title}: warm-up, ${processedAtB(b)} of ${HOP_WARM} entries at the receiver`, THROUGHPUT_DEADLINE_MS);
+      await until(() => processedAtB(b) >= HOP_WARM, `${s.title}: the warm-up's ${HOP_WARM} entries at the receiver`, THROUGHPUT_DEADLINE_MS, 20);
     }
     settleDisk();
     const cpu0 = [cpuSplitMs(sender), cpuSplitMs(worker)];
