@@ -134,7 +134,16 @@ test.serial('a relay that carries frames on undecoded hands the collector the by
     // loaded machine, counted in `retries`) is counted again, so the bytes are equal when neither
     // relay retried, and otherwise no fewer at the one that did
     const retried = { carried: Number(carried['sinks.out.retries'] ?? 0), decoded: Number(decoded['sinks.out.retries'] ?? 0) };
-    if (retried.carried === 0 && retried.decoded === 0) t.is(carried['sinks.out.bytes_raw'], decoded['sinks.out.bytes_raw'], `relay ${p}: sinks.out.bytes_raw`);
+    // one ci-local run saw the carrying relay's b count 97,035 bytes more with no retry on either
+    // side, which dozens of runs here (alone and beside busy loops) did not repeat: a failure says
+    // what each relay's link did (a body posted again without a retry: an NDJSON fallback, a 413
+    // split; the protocol version it closed batches in)
+    const linkStory = (relay: RunningNode, name: string) =>
+      `${name}: batches_sent ${latestStatus(relay, p)?.['sinks.out.batches_sent']}; ${JSON.stringify(
+        relay.records.filter((r) => /protocol version|NDJSON|split in two|not delivered|attempt failed/.test(String(r.msg))).map((r) => `${r.pipeline ?? ''} ${r.msg} ${r.protocol ?? ''} ${r.why ?? r.status ?? r.error ?? ''}`),
+      )}`;
+    if (retried.carried === 0 && retried.decoded === 0)
+      t.is(carried['sinks.out.bytes_raw'], decoded['sinks.out.bytes_raw'], `relay ${p}: sinks.out.bytes_raw; ${linkStory(c.relayP, 'carrying')}; ${linkStory(c.relayD, 'decoding')}`);
     else {
       t.log(`relay ${p}: retries ${retried.carried} (carrying) and ${retried.decoded} (decoding); bytes_raw ${carried['sinks.out.bytes_raw']} and ${decoded['sinks.out.bytes_raw']}`);
       if (retried.carried === 0) t.true(Number(carried['sinks.out.bytes_raw']) <= Number(decoded['sinks.out.bytes_raw']), `relay ${p}: bytes_raw with the decoding relay's retries`);
