@@ -374,6 +374,14 @@ the primary once a second. They appear in three places, with the same values:
 Counters only rise; gauges (marked) go up and down. They restart from 0 when a pipeline's worker
 is replaced (a reload or a crash restart); Prometheus' \`rate()\` handles that as a counter reset.
 
+**How fresh a figure is.** What the three places show is what the worker last sent, so it may be
+up to a second old, and a status report may carry the figures of the second before it was logged:
+read a burst's totals from a report logged two seconds or more after its last entry went out.
+Counters of one component may also move at different moments for one entry: an \`http_chain\` sink
+counts an entry in \`total_processed\` when it joins a batch, the batch's bytes (\`bytes_raw\`,
+\`bytes_sent\`) when it is posted and \`batches_sent\` when it is answered, and it has no
+\`unacked\` count.
+
 **Losses and non-losses.** Every entry lost is counted where it is lost, and the worker logs
 WARN \`Entries dropped\` (pipeline, plugin, reason, count): the first within a second, then at most
 once a minute per pipeline and reason. Entries a filter rejected and duplicates suppressed are
