@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { jetstreamManager } from '@nats-io/jetstream';
 import test from 'ava';
 import { appendLines, Tally } from '../helpers/exactly-once.js';
-import { createStream, natsClient, natsCollectorToml, natsEdgeToml, natsNodes, startNats, streamEntries, streamMessages } from '../helpers/nats.js';
+import { createStream, natsClient, natsCollectorToml, natsEdgeToml, natsNodes, startNats, streamEntries, streamMessages, streamSettled } from '../helpers/nats.js';
 import { sleep, waitFor } from '../helpers/node.js';
 import { latestCounter } from '../helpers/status.js';
 
@@ -52,6 +52,10 @@ test.serial('2. three-server cluster, replicas 3: the stream leader SIGKILLed mi
   const missing: number[] = [];
   for (let i = 0; i < total; i++) if (!ta.seen.has(i) && !tb.seen.has(i)) missing.push(i);
   t.deepEqual(missing, [], 'no line lost');
+  // the returning server may still be catching up: read the stream once all three replicas are current
+  const settling = Date.now();
+  await streamSettled(nc, 'LOGS', 3);
+  t.log(`the stream's three replicas current ${Date.now() - settling} ms after the last line arrived`);
   const inStream = await streamEntries(nc, 'LOGS');
   const messages = await streamMessages(nc, 'LOGS');
   let both = 0;
