@@ -119,16 +119,23 @@ function splitIds(text: string, prefixes: boolean): string[] {
   return lines;
 }
 
-/** A chunk's text without its `count` oldest ids (fewer than it has), the first one left written whole. */
+/**
+ * A chunk's text without its `count` oldest ids (fewer than it has), the first one left written
+ * whole. Nothing is made per id dropped (the primary cuts its copy so once per chunk a worker
+ * reports, and a string per id was most of what it spent on a collector's window): a line written
+ * with a prefix takes it from the last line written whole before it (the tails hold no `.`), so
+ * only that line is read.
+ */
 export function dropIds(text: string, count: number, prefixes: boolean): string {
   let cut = 0;
-  let prev: string | undefined;
+  /** where the last line before the cut that was written whole starts (-1: none) */
+  let whole = -1;
   for (let k = 0; k < count; k++) {
-    const end = text.indexOf('\n', cut);
-    if (prefixes) prev = unpackedId(text.slice(cut, end), prev);
-    cut = end + 1;
+    if (prefixes && (text.charCodeAt(cut) !== 0x2e || text.charCodeAt(cut + 1) === 0x2e)) whole = cut;
+    cut = text.indexOf('\n', cut) + 1;
   }
   if (!prefixes || count === 0) return text.slice(cut);
+  const prev = whole < 0 ? undefined : unpackedId(text.slice(whole, text.indexOf('\n', whole)), undefined);
   const end = text.indexOf('\n', cut);
   const first = unpackedId(end < 0 ? text.slice(cut) : text.slice(cut, end), prev);
   return packedId(first, undefined) + (end < 0 ? '' : text.slice(end));

@@ -247,6 +247,25 @@ test('joinIds writes the same text as a string per id joined (joinIdsSlowly), fo
   t.is(joinIds(many), joinIdsSlowly(many));
 });
 
+test("the primary's packed copy cut anywhere keeps the newest ids, for any ids sharing prefixes or not", (t) => {
+  // what dropIds reads: lines written whole, with a prefix (`.` and a tail), and escaped (`..`)
+  const char = fc.constantFrom('a', 'b', '.', 'Z', '0', '\u00e9');
+  const id = fc.array(char, { maxLength: 10 }).map((cs) => cs.join(''));
+  const shared = fc.tuple(fc.constantFrom('BiW5ZzqOgmcMuTfI.', 'x.y.', '.', '..', ''), fc.array(fc.constantFrom('p', 'q', '1', '.'), { maxLength: 4 })).map(([p, tail]) => p + tail.join(''));
+  fc.assert(
+    // (no empty id: a chunk left with one empty id is the text '' and reads back as none)
+    fc.property(fc.array(fc.oneof(id, shared, shared).filter((x) => x !== ''), { minLength: 1, maxLength: 30 }), fc.nat(), (ids, k) => {
+      const keep = 1 + (k % ids.length);
+      const w = new PackedWindow(keep, 60_000);
+      w.load([packChunk(ids, ids.map(() => T0))], T0);
+      const out: string[] = [];
+      eachId(w.snapshot(T0), (x) => out.push(x));
+      t.deepEqual(out, ids.slice(ids.length - keep));
+    }),
+    { numRuns: 3000 },
+  );
+});
+
 test('the window answers as a list of the last window_entries new ids would, for ids of any length and characters', (t) => {
   // a small alphabet and window, so ids repeat inside and outside it; long ids and wide characters
   // are kept apart from the byte store
