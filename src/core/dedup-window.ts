@@ -162,7 +162,7 @@ export function packChunk(ids: readonly string[], times: readonly number[]): Ded
 /** Calls `each(id, time)` for every id of `window`, oldest first. */
 export function eachId(window: DedupWindow, each: (id: string, time: number) => void): void {
   for (const chunk of window) {
-    if (chunk.ids === '') continue;
+    // the runs say how many ids there are: text '' is one empty id when they count one, none when none
     const ids = splitIds(chunk.ids, chunk.prefixes === 1);
     let i = 0;
     for (let r = 0; r < chunk.runs.length; r += 2) {
