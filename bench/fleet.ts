@@ -205,11 +205,13 @@ export async function backlog(fleet: Fleet, total: number, run: number): Promise
   cpu.push(cpuRow('all primaries', sum((k) => k.endsWith(' primary'))));
   const benchSecs = (self.user + self.system) / 1e6;
   cpu.push(cpuRow('this bench (renames the backlog in, watches the collector files)', benchSecs * 1000));
+  // every line once in the file: as many lines with the prefix as unique messages
+  const inFile = linesAtCollector(fleet, `"message":"${prefix}`);
   const after = await collectorReceived(fleet);
   const received = after.entries - before.entries;
   const requests = after.requests - before.requests;
   return {
-    row: [`${run}`, `${total}`, `${got}`, `${received}`, `${requests}`, `${Math.round(received / Math.max(1, requests))}`, `${Math.round(got / secs)}`, secs.toFixed(2), usPerLine(sum((k) => k.includes(' worker ')))],
+    row: [`${run}`, `${total}`, `${got}`, `${inFile}`, `${received}`, `${requests}`, `${Math.round(received / Math.max(1, requests))}`, `${Math.round(got / secs)}`, secs.toFixed(2), usPerLine(sum((k) => k.includes(' worker ')))],
     cpu,
     eps: got / secs,
   };
@@ -309,7 +311,7 @@ export async function main(): Promise<void> {
       console.log(`plain tcp_chain hop (bench/chain.js, 1,000,000 lines of 200 B, a run after each fleet run): median ${Math.round(hop)} lines/s (${hops.map((h) => Math.round(h)).join(', ')})`);
       console.log(`fleet / hop: ${(mid.eps / hop).toFixed(2)} × (medians; each run's pair: ${pairs} ×)`);
     }
-    console.log(table(['run', 'lines', 'unique at collector', 'received by the collector (both relays)', 'requests', 'lines/request', 'unique lines/s', 'seconds', 'workers CPU µs/line'], runs.map((r) => r.row)));
+    console.log(table(['run', 'lines', 'unique at collector', "lines in the collector's file", 'received by the collector (both relays)', 'requests', 'lines/request', 'unique lines/s', 'seconds', 'workers CPU µs/line'], runs.map((r) => r.row)));
     console.log(`relays (both, whole bench): ${relays.entries} entries received, ${relays.carried} of them carried on as their frames, undecoded (carried_entries)`);
     // peak RSS (VmHWM) of each process since it started: over every run so far, the warm-up included
     const procs = fleetProcesses(fleet);
