@@ -141,6 +141,11 @@ export const createTcpChainSink: SinkFactory = (plugin, ctx): Sink => {
     const from = head + sent;
     if (from >= items.length) return;
     const s = socket;
+    // a link still draining takes no more now: what waits goes out in one write once it drains
+    if (s.writableNeedDrain) {
+      loop.watchWrite(s);
+      return;
+    }
     let fits = true;
     // written ahead in the link's version, unless the link changed version since (a resend)
     encode(items, from, items.length);
@@ -193,6 +198,7 @@ export const createTcpChainSink: SinkFactory = (plugin, ctx): Sink => {
     const s = loop.connectStream((failure, wasReady) => onClosed(s, failure, wasReady));
     socket = s;
     s.setEncoding('utf8');
+    s.on('drain', () => sendPending());
     s.once(tlsOptions ? 'secureConnect' : 'connect', () => {
       counters.bytes_raw += hello.length;
       counters.bytes_sent += hello.length;

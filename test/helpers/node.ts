@@ -340,6 +340,11 @@ export async function childPids(pid: number): Promise<number[]> {
   }
 }
 
+/** The pid of a node's (first) pipeline worker, once it runs. */
+export async function workerOf(node: RunningNode): Promise<number> {
+  return waitFor(async () => (await childPids(node.child.pid!))[0], 'the pipeline worker pid');
+}
+
 /** True while the process exists and is not a zombie (an exited child nobody has reaped yet). */
 export function isAlive(pid: number): boolean {
   try {

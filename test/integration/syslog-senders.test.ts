@@ -8,7 +8,7 @@ import { spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import test from 'ava';
-import { childPids, freePort, ownedTempDir, type RunningNode, startNodeInDir, waitFor, waitReady } from '../helpers/node.js';
+import { freePort, ownedTempDir, startNodeInDir, waitFor, waitReady, workerOf } from '../helpers/node.js';
 import { peerBinary } from '../helpers/peers.js';
 import { latestStatus, statusReports } from '../helpers/status.js';
 import { startSyslogNg } from '../helpers/syslog-ng.js';
@@ -199,10 +199,6 @@ const telling = <T>(p: Promise<T>, said: () => string): Promise<T> =>
   p.catch((err: Error) => {
     throw new Error(`${err.message}; ${said()}`);
   });
-
-async function workerOf(node: RunningNode): Promise<number> {
-  return waitFor(async () => (await childPids(node.child.pid!))[0], 'the pipeline worker pid');
-}
 
 test.serial('syslog-ng network() over UDP (RFC 3164) into a stalled worker: arrived + kernel_drops = sent, exactly; every arrival field by field', async (t) => {
   t.timeout(120_000);

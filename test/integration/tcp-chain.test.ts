@@ -12,7 +12,7 @@ import {
   parseReceived as parse,
   relayAll,
 } from '../helpers/chain.js';
-import { freePort, nodeStarter, type RunningNode, tempDir, waitFor, waitReady } from '../helpers/node.js';
+import { freePort, nodeStarter, type RunningNode, tempDir, waitFor, waitReady, workerOf } from '../helpers/node.js';
 import { latestStatus } from '../helpers/status.js';
 
 const tmp = tempDir('logrelay-tcp-chain-');
@@ -101,4 +101,48 @@ on_full = "block"
   t.true(Number(status['sinks.link.unacked']) <= 500 + 1024);
   t.true(Number(status['sinks.link.reconnects']) >= 1);
   await waitFor(() => a.records.some((r) => r.level === 'warn' && r.msg === 'Chain link cannot connect, retrying'), 'WARN Chain link cannot connect');
+});
+
+test.serial('a receiver stalled mid-burst: what waited for the link to drain goes out once it drains, with nothing written after it', async (t) => {
+  // the starts (20 s each), the stalled burst (30 s) and the delivery (45 s)
+  t.timeout(180_000);
+  const port = await freePort();
+  const b = start('recv4', receiverToml(port));
+  await waitReady(b, 'receiver');
+  const a = start('send4', senderToml(port, 'on_full = "block"\nbuffer_size = 20000\nwrite_timeout_ms = 120000'), ['--logging.level=debug'], true);
+  await waitReady(a, 'sender');
+  // an idle node logs no status report: the link's own line says it is up
+  await waitFor(() => a.records.some((r) => r.msg === 'Chain link up'), 'the link up');
+  const worker = await workerOf(b);
+  process.kill(worker, 'SIGSTOP');
+  let stopped = true;
+  t.teardown(() => {
+    if (stopped) process.kill(worker, 'SIGCONT');
+  });
+  // 14 MB: under the sink's default byte bound (16 MiB), more than the loopback socket buffers of
+  // both ends hold (about 4 MB here), so the link backs up and the sink holds the last entries
+  // until it drains
+  const total = 7000;
+  const pad = 'x'.repeat(2000);
+  let text = '';
+  for (let i = 0; i < total; i++) text += `entry ${String(i).padStart(6, '0')} ${pad}\n`;
+  a.child.stdin!.write(text);
+  await waitFor(() => {
+    const s = latestStatus(a, 'send');
+    return s?.['sinks.link.total_processed'] === total && s['sinks.link.unacked'] === total;
+  }, 'the sink holds every entry, none acknowledged', 30_000).catch((err: unknown) => {
+    t.log(JSON.stringify(latestStatus(a, 'send')));
+    throw err;
+  });
+  process.kill(worker, 'SIGCONT');
+  stopped = false;
+  // nothing more reaches the sender: the rest must go out when the link drains, by itself
+  await waitFor(() => b.out.length >= total, `all ${total} entries at the receiver`, 45_000).catch((err: unknown) => {
+    t.log(`the receiver has ${b.out.length}; the sender: ${JSON.stringify(latestStatus(a, 'send'))}`);
+    throw err;
+  });
+  const got = parse(b.out).map((e) => e.message.slice(0, 12));
+  const first = got.findIndex((m, i) => m !== `entry ${String(i).padStart(6, '0')}`);
+  t.is(first, -1, `entry ${first} is ${got[first]}`);
+  t.is(got.length, total);
 });
