@@ -1,6 +1,8 @@
 // Two real nodes linked by tcp_chain on 127.0.0.1: delivery in order, recovery from a receiver
-// killed with SIGKILL, and an unreachable receiver that must not stall the sender's other sinks.
+// killed with SIGKILL, an unreachable receiver that must not stall the sender's other sinks, and a
+// stalled receiver whose link backs up: what waited goes out once it drains.
 
+import { readFileSync } from 'node:fs';
 import test from 'ava';
 import {
   chainReceiverToml,
@@ -109,9 +111,14 @@ test.serial('a receiver stalled mid-burst: what waited for the link to drain goe
   const port = await freePort();
   const b = start('recv4', receiverToml(port));
   await waitReady(b, 'receiver');
-  const a = start('send4', senderToml(port, 'on_full = "block"\nbuffer_size = 20000\nwrite_timeout_ms = 120000'), ['--logging.level=debug'], true);
+  // More than the loopback socket buffers of both ends can take (their maxima, whatever this host
+  // sets), so the link backs up and the sink holds the last entries until it drains; the sink's
+  // bounds above it, so it holds them all
+  const kernelMax = (name: string) => Number(readFileSync(`/proc/sys/net/ipv4/${name}`, 'utf8').trim().split(/\s+/)[2]);
+  const lineBytes = 4096;
+  const total = Math.ceil((kernelMax('tcp_wmem') + kernelMax('tcp_rmem') + 8 * 1024 * 1024) / lineBytes);
+  const a = start('send4', senderToml(port, `on_full = "block"\nbuffer_size = ${2 * total}\nbuffer_max_bytes = ${4 * total * lineBytes}\nwrite_timeout_ms = 120000`), ['--logging.level=debug'], true);
   await waitReady(a, 'sender');
-  // an idle node logs no status report: the link's own line says it is up
   await waitFor(() => a.records.some((r) => r.msg === 'Chain link up'), 'the link up');
   const worker = await workerOf(b);
   process.kill(worker, 'SIGSTOP');
@@ -119,11 +126,7 @@ test.serial('a receiver stalled mid-burst: what waited for the link to drain goe
   t.teardown(() => {
     if (stopped) process.kill(worker, 'SIGCONT');
   });
-  // 14 MB: under the sink's default byte bound (16 MiB), more than the loopback socket buffers of
-  // both ends hold (about 4 MB here), so the link backs up and the sink holds the last entries
-  // until it drains
-  const total = 7000;
-  const pad = 'x'.repeat(2000);
+  const pad = 'x'.repeat(lineBytes - 14);
   let text = '';
   for (let i = 0; i < total; i++) text += `entry ${String(i).padStart(6, '0')} ${pad}\n`;
   a.child.stdin!.write(text);
@@ -134,6 +137,9 @@ test.serial('a receiver stalled mid-burst: what waited for the link to drain goe
     t.log(JSON.stringify(latestStatus(a, 'send')));
     throw err;
   });
+  // the link backed up: part of the entries is still unwritten, waiting for it to drain
+  const sent = Number(latestStatus(a, 'send')?.['sinks.link.bytes_sent']);
+  t.true(sent < total * pad.length, `${sent} bytes written of the ${total * lineBytes} of the entries`);
   process.kill(worker, 'SIGCONT');
   stopped = false;
   // nothing more reaches the sender: the rest must go out when the link drains, by itself
