@@ -6,14 +6,16 @@
 // codec costs, apart from what else shares the machine) and each worker's peak RSS. A second
 // table, in this process, compresses each input's lines at gzip levels 1–6 (and memLevel 9 beside
 // the default 8) as the link does (one stream, flushed per write of about 128 KiB): the ratio and
-// the CPU of deflate and inflate per entry, the grounds of the level the links use (GZIP_LEVEL).
+// the CPU of deflate and inflate per entry, the grounds of the level the links use (GZIP_LEVEL);
+// where the runtime has zstd, its levels 1 and 3 too (ZSTD_LEVEL).
 // Goal: gzip ≤ 0.2 × raw at ≥ 0.6 × entries/s; zstd ≤ 0.15 × at ≥ 0.8 ×.
 // Run: npm run build && node dist/bench/compression.js (BENCH_LINES, default 1,000,000;
 // BENCH_LEVELS=0 leaves out the table of levels; BENCH_THREADS=1 prints each worker's CPU by thread)
 
 import { readFileSync } from 'node:fs';
+import type { Transform } from 'node:stream';
 import * as zlib from 'node:zlib';
-import { GZIP_LEVEL, GZIP_MEM_LEVEL, hasZstd } from '../src/chain/compression.js';
+import { GZIP_LEVEL, GZIP_MEM_LEVEL, hasZstd, ZSTD_LEVEL } from '../src/chain/compression.js';
 import { tempDir } from '../test/helpers/node.js';
 import { throughput } from './chain.js';
 import { writeInput, benchLine } from './input.js';
@@ -48,7 +50,7 @@ const cpuUs = (): number => {
 };
 
 /** Runs `write` for each slice of `data` of WRITE_BYTES through a zlib stream, each write flushed; the bytes out. */
-async function throughStream(stream: zlib.Gzip | zlib.Gunzip, data: Buffer, step: number): Promise<Buffer<ArrayBufferLike>> {
+async function throughStream(stream: Transform, data: Buffer, step: number): Promise<Buffer<ArrayBufferLike>> {
   const out: Buffer[] = [];
   stream.on('data', (b: Buffer) => out.push(b));
   for (let at = 0; at < data.length; at += step) await new Promise<void>((resolve) => stream.write(data.subarray(at, at + step), () => resolve()));
@@ -58,28 +60,53 @@ async function throughStream(stream: zlib.Gzip | zlib.Gunzip, data: Buffer, step
   return Buffer.concat(out);
 }
 
-/** gzip levels on one input's lines, as the link compresses them: per level, ratio and CPU per entry of deflate and inflate (best of 3). */
+/** zlib's zstd streams (Node.js 22.15+), typed here since @types/node for Node.js 20 has none */
+const zstdZlib = zlib as unknown as {
+  createZstdCompress(opts: object): Transform;
+  createZstdDecompress(opts: object): Transform;
+  constants: { ZSTD_e_flush: number; ZSTD_c_compressionLevel: number };
+};
+
+/** A compressor and its inflater as the link makes them (one stream, each write flushed), at `level`. */
+function codecStreams(codec: 'gzip' | 'zstd', level: number, memLevel: number): { deflate: Transform; inflate: Transform } {
+  if (codec === 'zstd') {
+    const c = zstdZlib.constants;
+    return {
+      deflate: zstdZlib.createZstdCompress({ chunkSize: 64 * 1024, flush: c.ZSTD_e_flush, params: { [c.ZSTD_c_compressionLevel]: level } }),
+      inflate: zstdZlib.createZstdDecompress({ chunkSize: 256 * 1024 }),
+    };
+  }
+  return { deflate: zlib.createGzip({ level, memLevel, chunkSize: 64 * 1024, flush: zlib.constants.Z_SYNC_FLUSH }), inflate: zlib.createGunzip({ chunkSize: 256 * 1024 }) };
+}
+
+/**
+ * gzip levels (and zstd's 1 and 3, where the runtime has zstd) on one input's lines, as the link
+ * compresses them: per level, ratio and CPU per entry of deflate and inflate (best of 3).
+ */
 async function levelRows(title: string, data: Buffer, lines: number): Promise<string[][]> {
   const rows: string[][] = [];
-  const configs = [1, 2, 3, 4, 6].map((level) => ({ level, memLevel: 8 }));
-  configs.splice(1, 0, { level: 1, memLevel: 9 });
+  const configs: { codec: 'gzip' | 'zstd'; level: number; memLevel: number }[] = [1, 2, 3, 4, 6].map((level) => ({ codec: 'gzip', level, memLevel: 8 }));
+  configs.splice(1, 0, { codec: 'gzip', level: 1, memLevel: 9 });
+  if (hasZstd()) configs.push({ codec: 'zstd', level: 1, memLevel: 0 }, { codec: 'zstd', level: 3, memLevel: 0 });
   // one pass untimed first: the first row paid the warm-up (its deflate and inflate read 10–25 %
   // slower than the same level's second row, memLevel 9, inflate included, which memLevel does not change)
-  await throughStream(zlib.createGunzip({ chunkSize: 256 * 1024 }), await throughStream(zlib.createGzip({ level: 1, chunkSize: 64 * 1024, flush: zlib.constants.Z_SYNC_FLUSH }), data, WRITE_BYTES), 64 * 1024);
-  for (const { level, memLevel } of configs) {
+  const warm = codecStreams('gzip', 1, 8);
+  await throughStream(warm.inflate, await throughStream(warm.deflate, data, WRITE_BYTES), 64 * 1024);
+  for (const { codec, level, memLevel } of configs) {
     let deflateUs = Infinity;
     let inflateUs = Infinity;
     let wire: Buffer<ArrayBufferLike> = Buffer.alloc(0);
     for (let k = 0; k < 3; k++) {
+      const { deflate, inflate } = codecStreams(codec, level, memLevel);
       const t0 = cpuUs();
-      wire = await throughStream(zlib.createGzip({ level, memLevel, chunkSize: 64 * 1024, flush: zlib.constants.Z_SYNC_FLUSH }), data, WRITE_BYTES);
+      wire = await throughStream(deflate, data, WRITE_BYTES);
       deflateUs = Math.min(deflateUs, cpuUs() - t0);
       const t1 = cpuUs();
-      await throughStream(zlib.createGunzip({ chunkSize: 256 * 1024 }), wire, 64 * 1024);
+      await throughStream(inflate, wire, 64 * 1024);
       inflateUs = Math.min(inflateUs, cpuUs() - t1);
     }
-    const chosen = level === GZIP_LEVEL && memLevel === GZIP_MEM_LEVEL ? ' (the links)' : '';
-    rows.push([title, `${level}${chosen}`, String(memLevel), (wire.length / data.length).toFixed(3), (deflateUs / lines).toFixed(2), (inflateUs / lines).toFixed(2)]);
+    const chosen = (codec === 'gzip' && level === GZIP_LEVEL && memLevel === GZIP_MEM_LEVEL) || (codec === 'zstd' && level === ZSTD_LEVEL) ? ' (the links)' : '';
+    rows.push([title, codec, `${level}${chosen}`, codec === 'gzip' ? String(memLevel) : '', (wire.length / data.length).toFixed(3), (deflateUs / lines).toFixed(2), (inflateUs / lines).toFixed(2)]);
   }
   return rows;
 }
@@ -122,8 +149,8 @@ export async function main(): Promise<void> {
   console.log(`\nLink compression, one tcp_chain hop, ${rate(LINES)} lines per run (one run each; the CPU is shared, figures are noisy)\n`);
   console.log(markdownTable(['input', 'compression', 'entries/s', 'wire B/entry', 'raw B/entry', 'wire ÷ raw', '× plain entries/s', 'worker CPU µs/entry (sender + receiver)', 'sender RSS MiB', 'receiver RSS MiB'], rows));
   if (levels.length > 0) {
-    console.log(`\ngzip levels on the input lines as read (in this process, writes of ${WRITE_BYTES / 1024} KiB each flushed, best of 3; the link adds its frames' ~50 B per entry)\n`);
-    console.log(markdownTable(['input', 'level', 'memLevel', 'out ÷ in', 'deflate CPU µs/entry', 'inflate CPU µs/entry'], levels));
+    console.log(`\ngzip levels${hasZstd() ? ' and zstd levels' : ''} on the input lines as read (in this process, writes of ${WRITE_BYTES / 1024} KiB each flushed, best of 3; the link adds its frames' ~50 B per entry)\n`);
+    console.log(markdownTable(['input', 'codec', 'level', 'memLevel', 'out ÷ in', 'deflate CPU µs/entry', 'inflate CPU µs/entry'], levels));
   }
 }
 
