@@ -11,7 +11,7 @@
 import type { IncomingMessage } from 'node:http';
 import { promisify } from 'node:util';
 import * as zlib from 'node:zlib';
-import { COMPRESSIONS, type Compression, GZIP_LEVEL, GZIP_MEM_LEVEL, zstdMissing, zstdOptions } from '../chain/compression.js';
+import { COMPRESSIONS, type Compression, GZIP_LEVEL, GZIP_MEM_LEVEL, zstdBody, zstdMissing } from '../chain/compression.js';
 import { HeldWaiters } from '../net/held-waiters.js';
 import { createRequestLinkState } from '../net/link-state.js';
 import { acceptsEncoding, defaultNode, FRAMES, HEADER_ACCEPT_ENCODING, HEADER_ACCEPT_PROTOCOL, HEADER_NODE, HEADER_PROTOCOL, NDJSON, PROTOCOL_VERSION, reportPath } from '../chain/protocol.js';
@@ -65,9 +65,6 @@ interface Batch {
 const FRAMES_HEADERS: Readonly<Record<string, string>> = { 'Content-Type': FRAMES, [HEADER_PROTOCOL]: String(PROTOCOL_V2) };
 
 const gzipAsync = promisify<Buffer, zlib.ZlibOptions, Buffer>(zlib.gzip);
-/** zlib's one-shot zstd, where the runtime has it */
-const zstdCompress = (zlib as unknown as { zstdCompress?: (buf: Buffer, opts: object, cb: (err: Error | null, out: Buffer) => void) => void }).zstdCompress;
-const zstdAsync = zstdCompress ? promisify<Buffer, object, Buffer>(zstdCompress) : undefined;
 
 /** Statuses worth trying again; any other failure drops the batch. 403 is retried too: see below. */
 const isRetryable = (status: number) => status === 408 || status === 429 || status >= 500 || status === 403;
@@ -206,7 +203,7 @@ export const createHttpChainSink: SinkFactory = (plugin, ctx): Sink => {
     if (batch.wire) return { chunks: [batch.wire], bytes: batch.wire.length, headers: { ...typed, 'Content-Encoding': cfg.compression } };
     if (cfg.compression === 'none' || !peerInflates) return { chunks: batch.body, bytes: batch.bytes, ...(typed ? { headers: typed } : {}) };
     const raw = Buffer.concat(batch.body as Buffer[]);
-    const compressing = cfg.compression === 'zstd' && zstdAsync ? zstdAsync(raw, zstdOptions()) : gzipAsync(raw, { level: GZIP_LEVEL, memLevel: GZIP_MEM_LEVEL });
+    const compressing = cfg.compression === 'zstd' && zstdBody ? zstdBody(raw) : gzipAsync(raw, { level: GZIP_LEVEL, memLevel: GZIP_MEM_LEVEL });
     return compressing.then((wire) => {
       batch.wire = wire;
       return { chunks: [wire], bytes: wire.length, headers: { ...typed, 'Content-Encoding': cfg.compression } };

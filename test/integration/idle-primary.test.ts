@@ -27,9 +27,9 @@ const prepare = new Function('f', '%PrepareFunctionForOptimization(f)');
 const optimizeNext = new Function('f', '%OptimizeFunctionOnNextCall(f)');
 const maglevNext = new Function('f', '%OptimizeMaglevOnNextCall(f)');
 let n = 0;
-/** a new small function, called three times with \`ask\` before the third; its status */
-const tried = (ask) => {
-  const twice = new Function('a', \`return a * 2 + \${n}\`);
+/** a new small function (its own source: no code shared with the other probe's), called three times with \`ask\` before the third; its status */
+const tried = (ask, k) => {
+  const twice = new Function('a', \`return a * \${k} + \${n}\`);
   prepare(twice);
   twice(1);
   twice(2);
@@ -39,7 +39,7 @@ const tried = (ask) => {
 };
 const probe = () => {
   n++;
-  writeFileSync(new URL(\`./opt.\${process.pid}.txt\`, import.meta.url), \`\${n} \${tried(optimizeNext)} \${tried(maglevNext)}\`);
+  writeFileSync(new URL(\`./opt.\${process.pid}.txt\`, import.meta.url), \`\${n} \${tried(optimizeNext, 2)} \${tried(maglevNext, 3)}\`);
   if (n < 240) setTimeout(probe, 250).unref();
 };
 setTimeout(probe, 1500).unref();
