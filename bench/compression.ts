@@ -10,7 +10,8 @@
 // where the runtime has zstd, its levels 1 and 3 too (ZSTD_LEVEL).
 // Goal: gzip ≤ 0.2 × raw at ≥ 0.6 × entries/s; zstd ≤ 0.15 × at ≥ 0.8 ×.
 // Run: npm run build && node dist/bench/compression.js (BENCH_LINES, default 1,000,000;
-// BENCH_LEVELS=0 leaves out the table of levels; BENCH_THREADS=1 prints each worker's CPU by thread)
+// BENCH_LEVELS=0 leaves out the table of levels; BENCH_THREADS=1 prints each worker's CPU by thread;
+// BENCH_CODECS=none,zstd and BENCH_INPUT=0 or 1 run only those codecs, that input, for A/B pairs)
 
 import { readFileSync } from 'node:fs';
 import type { Transform } from 'node:stream';
@@ -23,6 +24,10 @@ import { markdownTable, rate, runIfMain } from './report.js';
 
 const LINES = Number(process.env.BENCH_LINES ?? 1_000_000);
 const WITH_LEVELS = process.env.BENCH_LEVELS !== '0';
+/** BENCH_CODECS: the codecs to run (comma-separated), all this runtime has when unset */
+const ONLY_CODECS = process.env.BENCH_CODECS?.split(',').map((c) => c.trim());
+/** BENCH_INPUT: the one input to run (its index in INPUTS), both when unset */
+const ONLY_INPUT = process.env.BENCH_INPUT;
 /** the writes of the level table: about what one sink write carries (a file source's read) */
 const WRITE_BYTES = 128 * 1024;
 const LINE_BYTES = 200;
@@ -113,12 +118,14 @@ async function levelRows(title: string, data: Buffer, lines: number): Promise<st
 
 export async function main(): Promise<void> {
   const dir = tempDir('logrelay-bench-compression-');
-  const codecs = hasZstd() ? ['none', 'gzip', 'zstd'] : ['none', 'gzip'];
+  const codecs = (hasZstd() ? ['none', 'gzip', 'zstd'] : ['none', 'gzip']).filter((c) => !ONLY_CODECS || ONLY_CODECS.includes(c));
+  if (codecs.length === 0) throw new Error(`BENCH_CODECS=${process.env.BENCH_CODECS}: none of them runs here`);
   const rows: string[][] = [];
   const levels: string[][] = [];
   const perEntry = (ms: number) => ((ms * 1000) / LINES).toFixed(2);
   try {
     for (const [k, input] of INPUTS.entries()) {
+      if (ONLY_INPUT !== undefined && String(k) !== ONLY_INPUT) continue;
       const path = `${dir.path}/input-${k}.log`;
       writeInput(path, LINES, LINE_BYTES, (i) => input.line(i));
       if (WITH_LEVELS) levels.push(...(await levelRows(input.title, readFileSync(path), LINES)));
@@ -133,7 +140,7 @@ export async function main(): Promise<void> {
           (r.bytesSent / LINES).toFixed(1),
           (r.bytesRaw / LINES).toFixed(1),
           (r.bytesSent / r.bytesRaw).toFixed(3),
-          (r.eps / plainEps).toFixed(2),
+          plainEps > 0 ? (r.eps / plainEps).toFixed(2) : 'no plain run',
           `${perEntry(r.cpuMs[0] + r.cpuMs[1])} (${perEntry(r.cpuMs[0])} + ${perEntry(r.cpuMs[1])})`,
           (r.senderRss / MiB).toFixed(0),
           (r.rss / MiB).toFixed(0),
@@ -141,7 +148,7 @@ export async function main(): Promise<void> {
         // BENCH_THREADS=1: each worker's CPU by thread too (deflate and inflate run on libuv's pool, beside the event loop)
         console.error(`${input.title} ${codec}: ${rate(r.eps)} entries/s, ${(r.bytesSent / r.bytesRaw).toFixed(3)} × raw${process.env.BENCH_THREADS ? `; ${r.cpu}` : ''}`);
       }
-      if (!hasZstd()) rows.push([input.title, 'zstd', `n/a: Node.js ${process.version} has no zstd (22.15 or later)`, '', '', '', '', '', '', '']);
+      if (!hasZstd() && (!ONLY_CODECS || ONLY_CODECS.includes('zstd'))) rows.push([input.title, 'zstd', `n/a: Node.js ${process.version} has no zstd (22.15 or later)`, '', '', '', '', '', '', '']);
     }
   } finally {
     dir.remove();
