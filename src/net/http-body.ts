@@ -97,18 +97,92 @@ const inflateRawAsync = promisify<Buffer, ZlibOptions, Buffer>(inflateRaw);
 const zstdDecompress = (zlib as unknown as { zstdDecompress?: (buf: Buffer, opts: ZlibOptions, cb: (err: Error | null, out: Buffer) => void) => void }).zstdDecompress;
 const zstdAsync = zstdDecompress ? promisify<Buffer, ZlibOptions, Buffer>(zstdDecompress) : undefined;
 
+/** zstd's frame magic number, and the mask and value of a skippable frame's (RFC 8878 §3.1). */
+const ZSTD_MAGIC = 0xfd2fb528;
+const SKIPPABLE_MASK = 0xfffffff0;
+const SKIPPABLE_MAGIC = 0x184d2a50;
+/** Bytes of a frame header's dictionary id and content size, by their flags. */
+const DICT_ID_BYTES = [0, 1, 2, 4];
+const CONTENT_SIZE_BYTES = [0, 2, 4, 8];
+
+/** Where the zstd frame at `at` ends (RFC 8878 §3.1.1: header, blocks, checksum); undefined when it is not one whole frame. */
+function zstdFrameEnd(b: Buffer, at: number): number | undefined {
+  if (at + 8 > b.length) return undefined;
+  const magic = b.readUInt32LE(at);
+  if (((magic & SKIPPABLE_MASK) >>> 0) === SKIPPABLE_MAGIC) {
+    const end = at + 8 + b.readUInt32LE(at + 4);
+    return end <= b.length ? end : undefined;
+  }
+  if (magic !== ZSTD_MAGIC) return undefined;
+  const fhd = b[at + 4]!;
+  const single = (fhd >> 5) & 1;
+  const sizeFlag = fhd >> 6;
+  if (fhd & 8) return undefined; // the reserved bit
+  let p = at + 5 + (single ? 0 : 1) + DICT_ID_BYTES[fhd & 3]! + (sizeFlag === 0 ? single : CONTENT_SIZE_BYTES[sizeFlag]!);
+  // blocks: each a 3-byte header (last-block bit, type, size); a frame of n bytes has at most n/3 of them
+  for (;;) {
+    if (p + 3 > b.length) return undefined;
+    const header = b.readUIntLE(p, 3);
+    const type = (header >> 1) & 3;
+    if (type === 3) return undefined; // reserved
+    p += 3 + (type === 1 ? 1 : header >>> 3); // an RLE block carries one byte
+    if (p > b.length) return undefined;
+    if (header & 1) break;
+  }
+  p += (fhd >> 2) & 1 ? 4 : 0; // the content checksum
+  return p <= b.length ? p : undefined;
+}
+
+/**
+ * The ends of the zstd frames `body` holds one after another (a stream of several frames is one
+ * zstd stream: RFC 8878 §3.1; `pzstd` writes them), or undefined when it is not whole frames
+ * through to its end. Node.js 22's zstd inflate stops at the end of its input's first frame and
+ * returns what that one held, so inflateLimited inflates a body of several frames one by one.
+ */
+export function zstdFrameEnds(body: Buffer): number[] | undefined {
+  const ends: number[] = [];
+  for (let at = 0; at < body.length; ) {
+    const end = zstdFrameEnd(body, at);
+    if (end === undefined) return undefined;
+    ends.push(end);
+    at = end;
+  }
+  return ends;
+}
+
+/** A zstd body inflated frame by frame (zstdFrameEnds) up to `max` bytes in all, skippable frames left out. */
+async function zstdFrames(inflateOne: (buf: Buffer, opts: ZlibOptions) => Promise<Buffer>, body: Buffer, max: number): Promise<Buffer> {
+  const ends = zstdFrameEnds(body);
+  // one frame, or not whole frames: zlib's own inflate, which says what is wrong with a bad one
+  if (!ends || ends.length <= 1) return inflateOne(body, { maxOutputLength: Math.max(1, max) });
+  const parts: Buffer[] = [];
+  let total = 0;
+  let at = 0;
+  for (const end of ends) {
+    const frame = body.subarray(at, end);
+    at = end;
+    if (((frame.readUInt32LE(0) & SKIPPABLE_MASK) >>> 0) === SKIPPABLE_MAGIC) continue;
+    const out = await inflateOne(frame, { maxOutputLength: Math.max(1, max - total) });
+    total += out.length;
+    if (total > max) throw Object.assign(new Error(`inflated body over ${max} bytes`), { code: 'ERR_BUFFER_TOO_LARGE' });
+    parts.push(out);
+  }
+  return Buffer.concat(parts, total);
+}
+
 /** The `Content-Encoding` values inflateLimited takes on this runtime (`zstd` only where zlib has it). */
 export const INFLATABLE: ReadonlySet<string> = new Set(zstdAsync ? ['gzip', 'deflate', 'zstd'] : ['gzip', 'deflate']);
 
 /**
  * Inflates a `gzip`, `deflate` (zlib, or raw as some clients send) or `zstd` body, refusing
- * output past `max` bytes: zlib stops there (maxOutputLength) instead of inflating the rest.
+ * output past `max` bytes: zlib stops there (maxOutputLength) instead of inflating the rest. A
+ * body of several gzip members or zstd frames is inflated whole.
  */
 export async function inflateLimited(body: Buffer, encoding: string, max: number): Promise<Buffer> {
   const opts: ZlibOptions = { maxOutputLength: Math.max(1, max) };
   try {
     if (encoding === 'gzip') return await gunzipAsync(body, opts);
-    if (encoding === 'zstd' && zstdAsync) return await zstdAsync(body, opts);
+    if (encoding === 'zstd' && zstdAsync) return await zstdFrames(zstdAsync, body, max);
     try {
       return await inflateAsync(body, opts);
     } catch (err) {
