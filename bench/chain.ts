@@ -32,7 +32,8 @@ import { childPids, cpuSplitMs, peakRss, readEnd, settleDisk, threadCpuMs, until
 import { type ForwardResult, rsyslogForward, rsyslogHop } from './rsyslog.js';
 import { loadRange, markdownTable, median, medianRun, pct, quietLoad, rate, runIfMain, spread } from './report.js';
 
-const LINES = Number(process.env.BENCH_LINES ?? 1_000_000);
+/** lines of each throughput run (BENCH_LINES), the plain hop other benches compare with too */
+export const LINES = Number(process.env.BENCH_LINES ?? 1_000_000);
 const LINE_BYTES = 200;
 const LATENCY_ENTRIES = Number(process.env.BENCH_LATENCY_ENTRIES ?? 3000);
 const LATENCY_RATE = 1000;

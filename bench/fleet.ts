@@ -15,7 +15,7 @@ import { EventSource } from 'eventsource';
 import { type Fleet, startFleet } from '../test/helpers/fleet.js';
 import { sleep } from '../test/helpers/node.js';
 import { childPids, cpuMs, peakRss, settleDisk } from './proc.js';
-import { plainHopRate } from './chain.js';
+import { LINES as HOP_LINES, plainHopRate } from './chain.js';
 import { median, medianRun, pct, runIfMain } from './report.js';
 
 /** BENCH_BACKLOG_ONLY=1: only the backlog and its CPU table */
@@ -308,7 +308,7 @@ export async function main(): Promise<void> {
     if (WITH_HOP) {
       const hop = median(hops);
       const pairs = runs.map((r, i) => (r.eps / hops[i]!).toFixed(2)).join(', ');
-      console.log(`plain tcp_chain hop (bench/chain.js, 1,000,000 lines of 200 B, a run after each fleet run): median ${Math.round(hop)} lines/s (${hops.map((h) => Math.round(h)).join(', ')})`);
+      console.log(`plain tcp_chain hop (bench/chain.js, ${HOP_LINES.toLocaleString('en-US')} lines of 200 B, a run after each fleet run): median ${Math.round(hop)} lines/s (${hops.map((h) => Math.round(h)).join(', ')})`);
       console.log(`fleet / hop: ${(mid.eps / hop).toFixed(2)} × (medians; each run's pair: ${pairs} ×)`);
     }
     console.log(table(['run', 'lines', 'unique at collector', "lines in the collector's file", 'received by the collector (both relays)', 'requests', 'lines/request', 'unique lines/s', 'seconds', 'workers CPU µs/line'], runs.map((r) => r.row)));
