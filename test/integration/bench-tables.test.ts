@@ -53,7 +53,8 @@ test.serial('bench/compression: per input and codec, wire and raw bytes per entr
       const wire = num(row['wire B/entry']);
       const raw = num(row['raw B/entry']);
       t.true(raw > 200, `${input} ${codec}: raw bytes per entry (${raw}), each line as framed`);
-      t.is(num(row['wire ÷ raw']), Number((wire / raw).toFixed(3)));
+      // the ratio is printed from the byte counts, the per-entry columns rounded to 0.1 byte
+      t.true(Math.abs(num(row['wire ÷ raw']) - wire / raw) <= 0.002, `${input} ${codec}: ${row['wire ÷ raw']} against ${wire} / ${raw}`);
       // the bytes are the codec's, not the machine's: its goal holds in every run (the speed is bench/'s)
       if (codec === 'none') t.is(wire, raw);
       else t.true(wire / raw <= (codec === 'gzip' ? 0.2 : 0.15), `${input} ${codec}: ${wire} of ${raw} bytes`);

@@ -11,12 +11,12 @@ import { configFileOf, localEnv, nodeServices, readCompose } from '../helpers/fl
 import { startNats } from '../helpers/nats.js';
 import { ownedTempDir, ROOT, type RunningNode, spawnOwnedNode, waitFor, waitReady } from '../helpers/node.js';
 
-/** How often each message was written by the collectors' file sinks in `dirs`. */
+/** How often each message was written by the collectors' file sinks in `dirs` (whole lines: a file read while its sink writes may end mid-line). */
 function collected(dirs: readonly string[]): Map<string, number>[] {
   return dirs.map((dir) => {
     const counts = new Map<string, number>();
     for (const f of readdirSync(dir).filter((x) => x.endsWith('.log'))) {
-      for (const line of readFileSync(join(dir, f), 'utf8').split('\n')) {
+      for (const line of readFileSync(join(dir, f), 'utf8').split('\n').slice(0, -1)) {
         if (!line) continue;
         const m = (JSON.parse(line) as { message: string }).message;
         counts.set(m, (counts.get(m) ?? 0) + 1);

@@ -53,7 +53,7 @@ function collectorToml(ports: { p: number; d: number }, dirs: { p: string; d: st
   return `status_interval_ms = 1000\n${pipeline('p', ports.p, dirs.p)}${pipeline('d', ports.d, dirs.d)}`;
 }
 
-/** The JSON lines of the file sink in `dir`, in order. */
+/** The JSON lines of the file sink in `dir`, in order: whole lines (a file read while its sink writes may end mid-line). */
 function linesIn(dir: string): string[] {
   let names: string[];
   try {
@@ -61,7 +61,7 @@ function linesIn(dir: string): string[] {
   } catch {
     return [];
   }
-  return names.flatMap((f) => readFileSync(join(dir, f), 'utf8').split('\n').filter((l) => l.length > 0));
+  return names.flatMap((f) => readFileSync(join(dir, f), 'utf8').split('\n').slice(0, -1).filter((l) => l.length > 0));
 }
 
 interface Chains {
