@@ -150,7 +150,11 @@ export async function startFleet(root: string, extraArgs: readonly string[] = []
         `${name} started`,
         30_000,
       );
-      if (node.child.exitCode !== null) throw new Error(`${name} exited ${node.child.exitCode}: ${node.errText.join('\n')}`);
+      if (node.child.exitCode !== null) {
+        // why, from its stderr and its service log's errors (a bind failure is logged, then exit 69)
+        const errors = node.records.filter((r) => r.level === 'error' || r.level === 'fatal').map((r) => JSON.stringify(r));
+        throw new Error(`${name} exited ${node.child.exitCode}: ${[...node.errText, ...errors].join('\n')}`);
+      }
       return node;
     },
     async kill(name, signal = 'SIGKILL') {

@@ -282,12 +282,56 @@ export function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
-/** A port free on 127.0.0.1 right now (bound and released). */
-/** Ports this test process has handed out: the kernel may give a just-closed port 0 again. */
+/** Ports this test process has handed out: never twice. */
 const handedOut = new Set<number>();
 
+/**
+ * The kernel's ephemeral range: where it takes the local port of every outgoing connection and
+ * of a listen on port 0, so a port found there free may be taken by a connection of any process
+ * before the node that was handed it binds it (a node exits 69, "address in use", at start).
+ */
+function ephemeralRange(): readonly [number, number] {
+  try {
+    const [low, high] = readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/).map(Number);
+    if (low! > 0 && high! >= low!) return [low!, high!];
+  } catch {
+    // not Linux: the IANA range
+  }
+  return [49152, 65535];
+}
+
+/** Lowest port handed out: above the registered services most machines run (below 10000). */
+const LOW_PORT = 10_000;
+/** Slices of the range below the ephemeral one: each test process draws from the slice of its pid, so two rarely draw the same port. */
+const SLICES = 16;
+
+/** Whether `port` can be listened on at 127.0.0.1 now. */
+function bindable(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const srv = createServer();
+    srv.once('error', () => resolve(false));
+    srv.listen(port, '127.0.0.1', () => srv.close(() => resolve(true)));
+  });
+}
+
+/**
+ * A port free on 127.0.0.1 right now (bound and released), below the kernel's ephemeral range,
+ * where no outgoing connection takes it before its node binds it; drawn from this process's
+ * slice of that range. Where the range leaves too little below it, a port the kernel picks.
+ */
 export async function freePort(): Promise<number> {
-  // Bounded: the ephemeral range has thousands of ports; a repeat is rare.
+  const [ephemeralLow] = ephemeralRange();
+  const span = Math.floor((ephemeralLow - LOW_PORT) / SLICES);
+  if (span >= 256) {
+    const base = LOW_PORT + (process.pid % SLICES) * span;
+    // bounded: a slice has hundreds of ports, and a test process asks for a few dozen
+    for (let attempt = 0; attempt < 200; attempt++) {
+      const port = base + Math.floor(Math.random() * span);
+      if (handedOut.has(port) || !(await bindable(port))) continue;
+      handedOut.add(port);
+      return port;
+    }
+  }
   for (let attempt = 0; attempt < 100; attempt++) {
     const srv = createServer();
     await new Promise<void>((resolve) => srv.listen(0, '127.0.0.1', resolve));
