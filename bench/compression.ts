@@ -15,14 +15,12 @@
 
 import { readFileSync } from 'node:fs';
 import type { Transform } from 'node:stream';
-import * as zlib from 'node:zlib';
-import { GZIP_LEVEL, GZIP_MEM_LEVEL, hasZstd, ZSTD_LEVEL } from '../src/chain/compression.js';
+import { GZIP_LEVEL, GZIP_MEM_LEVEL, hasZstd, streamCompressor, streamDecompressor, ZSTD_LEVEL } from '../src/chain/compression.js';
 import { tempDir } from '../test/helpers/node.js';
-import { throughput } from './chain.js';
+import { LINES, throughput } from './chain.js';
 import { writeInput, benchLine } from './input.js';
 import { markdownTable, rate, runIfMain } from './report.js';
 
-const LINES = Number(process.env.BENCH_LINES ?? 1_000_000);
 const WITH_LEVELS = process.env.BENCH_LEVELS !== '0';
 /** BENCH_CODECS: the codecs to run (comma-separated), all this runtime has when unset */
 const ONLY_CODECS = process.env.BENCH_CODECS?.split(',').map((c) => c.trim());
@@ -65,23 +63,9 @@ async function throughStream(stream: Transform, data: Buffer, step: number): Pro
   return Buffer.concat(out);
 }
 
-/** zlib's zstd streams (Node.js 22.15+), typed here since @types/node for Node.js 20 has none */
-const zstdZlib = zlib as unknown as {
-  createZstdCompress(opts: object): Transform;
-  createZstdDecompress(opts: object): Transform;
-  constants: { ZSTD_e_flush: number; ZSTD_c_compressionLevel: number };
-};
-
 /** A compressor and its inflater as the link makes them (one stream, each write flushed), at `level`. */
 function codecStreams(codec: 'gzip' | 'zstd', level: number, memLevel: number): { deflate: Transform; inflate: Transform } {
-  if (codec === 'zstd') {
-    const c = zstdZlib.constants;
-    return {
-      deflate: zstdZlib.createZstdCompress({ chunkSize: 64 * 1024, flush: c.ZSTD_e_flush, params: { [c.ZSTD_c_compressionLevel]: level } }),
-      inflate: zstdZlib.createZstdDecompress({ chunkSize: 256 * 1024 }),
-    };
-  }
-  return { deflate: zlib.createGzip({ level, memLevel, chunkSize: 64 * 1024, flush: zlib.constants.Z_SYNC_FLUSH }), inflate: zlib.createGunzip({ chunkSize: 256 * 1024 }) };
+  return { deflate: streamCompressor(codec, level, memLevel), inflate: streamDecompressor(codec) };
 }
 
 /**

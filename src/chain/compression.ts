@@ -48,7 +48,7 @@ export const GZIP_LEVEL = 1;
  * entry against 0.7–0.8 (Node.js 22, one stream flushed per 128 KiB write). See docs/protocol.md.
  */
 export const ZSTD_LEVEL = 1;
-/** zlib's zstd options of the links and of http_chain bodies: their level (ZSTD_LEVEL) */
+/** zlib's zstd options of http_chain bodies: the links' level (ZSTD_LEVEL) */
 const ZSTD_OPTIONS = { params: zstd ? { [zstd.constants.ZSTD_c_compressionLevel]: ZSTD_LEVEL } : {} };
 
 /** One http_chain body compressed with zstd at the links' level; undefined where the runtime has no zstd. */
@@ -68,31 +68,17 @@ const DEFLATE_CHUNK = 64 * 1024;
 const INFLATE_CHUNK = 256 * 1024;
 
 /**
- * A compressing stream for `codec`. `write(bytes)` compresses one write of the sink and flushes
- * it (so every write reaches the peer whole, latency does not grow) in one pass: gzip's stream
- * flushes each write itself (Z_SYNC_FLUSH as its default flag), not by an empty write after it.
- * `flush` flushes what was written to `stream` directly.
+ * The compressing stream of a link for `codec`, at the links' level unless `level` (and gzip's
+ * `memLevel`) says otherwise (the compression bench's table of levels). Each write is compressed
+ * and flushed in one pass (so it reaches the peer whole, latency does not grow): the stream's own
+ * flush flag does it, Z_SYNC_FLUSH for gzip, ZSTD_e_flush for zstd, not an empty write after it.
  */
-export function streamCompressor(codec: string): { stream: Transform; write(bytes: Buffer): void; flush(cb?: () => void): void } {
+export function streamCompressor(codec: string, level?: number, memLevel = GZIP_MEM_LEVEL): Transform {
   if (codec === 'zstd' && zstd) {
-    // like gzip's: the stream flushes each write itself (ZSTD_e_flush as its flag), one pass a write
-    const stream = zstd.createZstdCompress({ chunkSize: DEFLATE_CHUNK, flush: zstd.constants.ZSTD_e_flush, ...ZSTD_OPTIONS });
-    return {
-      stream,
-      write: (bytes) => {
-        stream.write(bytes);
-      },
-      flush: (cb) => (stream as unknown as zlib.Zlib).flush(zstd.constants.ZSTD_e_flush, cb ?? (() => undefined)),
-    };
+    const params = { [zstd.constants.ZSTD_c_compressionLevel]: level ?? ZSTD_LEVEL };
+    return zstd.createZstdCompress({ chunkSize: DEFLATE_CHUNK, flush: zstd.constants.ZSTD_e_flush, params });
   }
-  const stream = zlib.createGzip({ level: GZIP_LEVEL, memLevel: GZIP_MEM_LEVEL, chunkSize: DEFLATE_CHUNK, flush: zlib.constants.Z_SYNC_FLUSH });
-  return {
-    stream,
-    write: (bytes) => {
-      stream.write(bytes);
-    },
-    flush: (cb) => stream.flush(zlib.constants.Z_SYNC_FLUSH, cb ?? (() => undefined)),
-  };
+  return zlib.createGzip({ level: level ?? GZIP_LEVEL, memLevel, chunkSize: DEFLATE_CHUNK, flush: zlib.constants.Z_SYNC_FLUSH });
 }
 
 /** The inflating stream for `codec` (one the source accepted). */

@@ -105,15 +105,17 @@ const SKIPPABLE_MAGIC = 0x184d2a50;
 const DICT_ID_BYTES = [0, 1, 2, 4];
 const CONTENT_SIZE_BYTES = [0, 2, 4, 8];
 
+/** Whether a skippable frame starts at `at` (one of its 16 magic numbers). */
+const skippableAt = (b: Buffer, at: number): boolean => ((b.readUInt32LE(at) & SKIPPABLE_MASK) >>> 0) === SKIPPABLE_MAGIC;
+
 /** Where the zstd frame at `at` ends (RFC 8878 §3.1.1: header, blocks, checksum); undefined when it is not one whole frame. */
 function zstdFrameEnd(b: Buffer, at: number): number | undefined {
   if (at + 8 > b.length) return undefined;
-  const magic = b.readUInt32LE(at);
-  if (((magic & SKIPPABLE_MASK) >>> 0) === SKIPPABLE_MAGIC) {
+  if (skippableAt(b, at)) {
     const end = at + 8 + b.readUInt32LE(at + 4);
     return end <= b.length ? end : undefined;
   }
-  if (magic !== ZSTD_MAGIC) return undefined;
+  if (b.readUInt32LE(at) !== ZSTD_MAGIC) return undefined;
   const fhd = b[at + 4]!;
   const single = (fhd >> 5) & 1;
   const sizeFlag = fhd >> 6;
@@ -159,10 +161,10 @@ async function zstdFrames(inflateOne: (buf: Buffer, opts: ZlibOptions) => Promis
   let total = 0;
   let at = 0;
   for (const end of ends) {
-    const frame = body.subarray(at, end);
+    const from = at;
     at = end;
-    if (((frame.readUInt32LE(0) & SKIPPABLE_MASK) >>> 0) === SKIPPABLE_MAGIC) continue;
-    const out = await inflateOne(frame, { maxOutputLength: Math.max(1, max - total) });
+    if (skippableAt(body, from)) continue;
+    const out = await inflateOne(body.subarray(from, end), { maxOutputLength: Math.max(1, max - total) });
     total += out.length;
     if (total > max) throw Object.assign(new Error(`inflated body over ${max} bytes`), { code: 'ERR_BUFFER_TOO_LARGE' });
     parts.push(out);

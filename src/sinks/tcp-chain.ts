@@ -4,6 +4,7 @@
 // backoff with jitter) the unacknowledged ones are sent again.
 
 import type { Socket } from 'node:net';
+import type { Transform } from 'node:stream';
 import type { ConnectionOptions } from 'node:tls';
 import { HeldWaiters } from '../net/held-waiters.js';
 import { chainBackoff, type ChainSinkConfig, chainSinkConfig, chainSinkFields } from '../chain/sink-config.js';
@@ -70,7 +71,7 @@ export const createTcpChainSink: SinkFactory = (plugin, ctx): Sink => {
   /** `bytes_raw`: chain lines before compression; `bytes_sent`: what went on the wire */
   const counters = { connected: 0, reconnects: 0, unacked: 0, synthesized: 0, bytes_sent: 0, bytes_raw: 0, reports_sent: 0, reports_dropped: 0 };
   /** the compressing stream of the current connection, when the source accepted a codec */
-  let compressor: ReturnType<typeof streamCompressor> | undefined;
+  let compressor: Transform | undefined;
   const log = ctx.log;
   const link = createLinkState(counters, log, `${cfg.host}:${cfg.port}`);
 
@@ -214,11 +215,11 @@ export const createTcpChainSink: SinkFactory = (plugin, ctx): Sink => {
           const codec = msg.accept.compression;
           if (typeof codec === 'string' && offeredCodecs(cfg.compression).includes(codec)) {
             const z = streamCompressor(codec);
-            z.stream.on('data', (b: Buffer) => {
+            z.on('data', (b: Buffer) => {
               counters.bytes_sent += b.length;
               if (!s.write(b)) loop.watchWrite(s);
             });
-            z.stream.on('error', (err) => s.destroy(err));
+            z.on('error', (err) => s.destroy(err));
             compressor = z;
           } else if (cfg.compression !== 'none') {
             log.info({ remote: `${cfg.host}:${cfg.port}`, compression: cfg.compression }, 'Chain link compression declined, sending plain');
@@ -245,7 +246,7 @@ export const createTcpChainSink: SinkFactory = (plugin, ctx): Sink => {
     socket = undefined;
     sent = 0;
     reportsAccepted = false;
-    compressor?.stream.destroy();
+    compressor?.destroy();
     compressor = undefined;
     if (!closing) down = true;
     const fields = { remote: `${cfg.host}:${cfg.port}`, error: failure ?? 'connection closed', unacked: held() };
